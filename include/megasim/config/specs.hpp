@@ -1,0 +1,147 @@
+#pragma once
+// Typed, validated job description: the result of parsing a config (DESIGN.md A2).
+// Everything downstream (cost model, topology, planner, engine) reads these structs only,
+// never JSON. All fields are already validated and defaulted when a JobSpec exists.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace megasim {
+
+enum class Activation { Gelu, GeluNew, Silu, Relu };
+enum class Norm { LayerNorm, RmsNorm };
+enum class Precision { Bf16, Fp16, Fp8 };
+enum class Recompute { None, Selective, Full };
+enum class Optimizer { Adam, Lamb };
+
+// Transformer shape, named after Hugging Face config.json keys.
+struct ModelSpec {
+  std::string name;                   // catalog or file name, for reports
+  std::int64_t hidden_size = 0;       // h
+  std::int64_t num_hidden_layers = 0; // L
+  std::int64_t num_attention_heads = 0;  // a
+  std::int64_t num_key_value_heads = 0;  // g (== a for MHA)
+  std::int64_t head_dim = 0;             // kv_channels; default h / a
+  std::int64_t intermediate_size = 0;    // f; default 4h
+  std::int64_t vocab_size = 0;           // V (padded by the cost model as Megatron does)
+  Activation hidden_act = Activation::Gelu;
+  bool gated_mlp = false;                // SwiGLU-style gate: 3 MLP matrices instead of 2
+  Norm normalization = Norm::LayerNorm;
+  bool use_parallel_residual = false;    // parallel transformer block (PTB)
+  std::optional<std::int64_t> sliding_window;  // attention window in tokens; nullopt = full causal
+  bool tie_word_embeddings = false;
+  bool attention_bias = true;            // GPT-style biases on linear layers (Llama: false)
+  std::int64_t max_position_embeddings = 0;  // learned absolute positions if > 0 and not rope
+  bool rope = false;                     // rotary embeddings (no position-embedding table)
+};
+
+// One GPU type's datasheet figures, each from the catalog with its source.
+struct GpuSpec {
+  std::string name;
+  double peak_bf16_flops = 0;      // dense BF16/FP16 tensor-core FLOP/s
+  double peak_fp8_flops = 0;       // dense FP8 FLOP/s; 0 = not supported
+  double peak_fp32_flops = 0;      // non-tensor FP32 FLOP/s (vector units)
+  double memory_bytes = 0;         // HBM capacity (usable, as reported by the driver)
+  double memory_bandwidth_Bps = 0; // HBM bandwidth
+  double nvlink_bandwidth_Bps = 0; // NVLink bandwidth per direction per GPU
+  int architecture_sm = 0;         // compute capability x10 (80 Ampere, 90 Hopper, 100 Blackwell)
+  std::string profile;             // name of the hardware-efficiency profile (hw/ catalog)
+};
+
+enum class Topology { RailOptimizedClos, FatTree, RailOnly };
+enum class Routing { Ecmp, IdealSpray, SinglePath };
+
+struct NetworkSpec {
+  Topology topology = Topology::RailOptimizedClos;
+  double nic_bandwidth_Bps = 0;        // per NIC, per direction
+  int nics_per_node = 0;
+  int switch_radix = 0;                // ports per switch
+  double switch_port_bandwidth_Bps = 0;
+  double oversubscription = 1.0;       // down:up bandwidth ratio at the leaf (>= 1)
+  int servers_per_tor = 0;             // servers under one ToR set (rail group)
+  bool split_port = true;              // each switch port split into two NIC links (2x200G of a 400G port)
+  Routing routing = Routing::Ecmp;
+  std::uint64_t ecmp_seed = 1;
+  int queue_pairs_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION
+  double link_latency_s = 0;           // per hop (cable + switch), from the catalog
+  double nic_latency_s = 0;            // NIC/host software per message, from the catalog
+};
+
+struct ClusterSpec {
+  std::string name;
+  GpuSpec gpu;
+  std::int64_t num_gpus = 0;
+  int gpus_per_node = 8;
+  NetworkSpec network;
+  double pcie_bandwidth_Bps = 0;       // GPU <-> host, per GPU, per direction
+};
+
+// Order in which the non-TP parallel dimensions are laid over nodes, innermost first.
+enum class PlacementOrder { DpFirst, PpFirst };
+
+struct ParallelSpec {
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  int virtual_pipeline_model_parallel_size = 1;
+  int context_parallel_size = 1;
+  bool sequence_parallel = true;     // default: TP > 1
+  int zero_stage = 1;                // 0 DDP, 1 distributed optimizer, 2, 3 (FSDP)
+  std::optional<int> decoder_first_pipeline_num_layers;
+  std::optional<int> decoder_last_pipeline_num_layers;
+  PlacementOrder placement = PlacementOrder::DpFirst;
+  std::int64_t data_parallel_size = 0;  // derived: num_gpus / (TP*PP*CP)
+};
+
+struct TrainingSpec {
+  std::int64_t seq_length = 0;
+  std::int64_t global_batch_size = 0;  // sequences
+  std::int64_t micro_batch_size = 1;
+  Recompute recompute = Recompute::None;
+  Precision precision = Precision::Bf16;
+  Optimizer optimizer = Optimizer::Adam;
+  std::optional<double> train_tokens;  // enables time-to-train
+};
+
+// Which MegaScale / Megatron-LM techniques are on. Presets fill these; every field can be
+// overridden individually ("system": {"preset": "megatron-lm", "tp_overlap": true}).
+struct SystemSpec {
+  std::string preset = "megatron-lm";
+  bool tp_overlap = false;            // GEMMs chunked and pipelined with AG/RS on a 2nd stream
+  int tp_overlap_chunks = 4;
+  bool pp_overlap = false;            // decoupled async send/recv in warm-up/cool-down
+  bool dp_overlap = false;            // ZeRO AG before each chunk's forward, RS after its backward
+  bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
+  bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
+  std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2"
+  bool async_data_preprocessing = false;
+  bool data_loader_per_node = false;  // one loader per node instead of one per GPU
+  bool gc_stragglers_fixed = false;   // "problematic code" removed (GC-induced launch skew)
+  double straggler_host_fraction = 0.0;
+  double straggler_slowdown = 0.0;    // 0.1 = 10% slower compute on straggler hosts
+  std::string comm_init_store = "tcpstore";   // "tcpstore" | "redis"
+  bool comm_init_ordered = false;             // O(n) instead of O(n^2) global barriers
+  bool grad_reduce_in_fp32 = true;            // Megatron forces fp32 grad reduce for bf16
+};
+
+struct JobSpec {
+  std::string name;
+  ModelSpec model;
+  ClusterSpec cluster;
+  ParallelSpec parallel;
+  TrainingSpec training;
+  SystemSpec system;
+  std::uint64_t seed = 1;
+};
+
+// Names for reports and errors.
+const char* to_string(Activation v);
+const char* to_string(Norm v);
+const char* to_string(Precision v);
+const char* to_string(Recompute v);
+const char* to_string(Optimizer v);
+const char* to_string(Topology v);
+const char* to_string(Routing v);
+const char* to_string(PlacementOrder v);
+
+}  // namespace megasim

@@ -1,0 +1,85 @@
+#pragma once
+// The result of simulating one training step: every field of DESIGN.md A3, in SI units with
+// the unit in the name. Produced by both engines (analytic and des); serialised by report/.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace megasim {
+
+// Where one step's wall-clock time goes, seconds. The fields add up to step_time_s.
+struct StepBreakdown {
+  double compute_s = 0;          // GPU busy with model math on the critical path
+  double exposed_tp_comm_s = 0;  // tensor-parallel collectives not hidden behind compute
+  double exposed_pp_comm_s = 0;  // pipeline send/recv not hidden
+  double exposed_dp_comm_s = 0;  // data-parallel gradient/parameter collectives not hidden
+  double exposed_cp_comm_s = 0;  // context-parallel K/V exchange not hidden
+  double pipeline_bubble_s = 0;  // pipeline fill and drain idle time
+  double optimizer_s = 0;        // optimizer step (+ gradient-norm all-reduce)
+  double data_loading_s = 0;     // exposed data loading at the start of the step
+  double other_s = 0;            // launch overheads, stragglers, anything else
+  double total_s() const {
+    return compute_s + exposed_tp_comm_s + exposed_pp_comm_s + exposed_dp_comm_s +
+           exposed_cp_comm_s + pipeline_bubble_s + optimizer_s + data_loading_s + other_s;
+  }
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_states_bytes = 0;
+  double activations_bytes = 0;
+  double buffers_bytes = 0;  // communication buffers, workspace, allocator fragmentation
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_states_bytes + activations_bytes +
+           buffers_bytes;
+  }
+};
+
+struct PlanSummary {
+  int tp = 1, pp = 1, vpp = 1, cp = 1;
+  std::int64_t dp = 1;
+  std::int64_t micro_batches_per_pipeline = 1;
+  std::int64_t micro_batch_size = 1;
+  int zero_stage = 0;
+  std::string recompute = "none";
+};
+
+struct LinkLoad {
+  std::string link;          // human-readable link name, e.g. "tor3.rail2 -> agg1"
+  double bytes = 0;          // bytes carried during the step
+  double utilization = 0;    // busy fraction of the step (0..1)
+};
+
+struct EcmpStats {
+  double max_flows_per_uplink = 0;
+  double mean_flows_per_uplink = 0;
+  double time_inflation_vs_ideal = 1.0;  // >= 1; DP collective time / ideal-spray time
+};
+
+struct StepReport {
+  std::string name;
+  std::string engine;                    // "analytic" | "des"
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;                        // model FLOPs / (step time * GPUs * dense peak)
+  double hfu = 0;                        // hardware FLOPs (with recompute) / same
+  double model_tflops_per_gpu = 0;       // model FLOP/s per GPU / 1e12
+  double model_flops_per_step = 0;
+  double hardware_flops_per_step = 0;
+  double model_parameters = 0;
+  double peak_flops_per_gpu = 0;         // dense peak of the training precision used for MFU
+  std::optional<double> time_to_train_days;
+  std::int64_t num_gpus = 0;
+  StepBreakdown breakdown;
+  MemoryBreakdown memory;
+  double memory_capacity_bytes = 0;
+  bool memory_fits = true;
+  PlanSummary plan;
+  std::vector<LinkLoad> busiest_links;   // DES only
+  std::optional<EcmpStats> ecmp;         // DES only
+  double startup_s = 0;                  // communicator initialisation (start-up cost)
+};
+
+}  // namespace megasim
