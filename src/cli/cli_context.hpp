@@ -1,0 +1,34 @@
+#pragma once
+// What every subcommand needs from the CLI shell: where the catalogs are, the output
+// streams, and the shared config loader (config file + --set overrides -> JobSpec).
+// Subcommands are registered by `register_<name>_command(CLI::App&, CliContext&)` functions
+// (one file each, src/cli/cmd_<name>.cpp) and run inside run_cli(), which maps exceptions to
+// exit codes: InputError -> 2, anything else -> 1.
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "megasim/config/specs.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace megasim {
+
+class Catalog;
+
+struct CliContext {
+  std::filesystem::path catalog_dir;
+  std::ostream& out;
+  std::ostream& err;
+  // Loads CONFIG (a path or a bundled job name) and applies --set overrides in order.
+  std::function<JobSpec(const std::string& config, const std::vector<std::string>& sets)> load_job;
+  // Set by a subcommand callback to its exit status (0 unless the command reports failure,
+  // e.g. `regress` drifting beyond tolerance returns 3).
+  int exit_code = 0;
+};
+
+}  // namespace megasim
