@@ -2,11 +2,14 @@
 # Installs megasim's build dependencies from Debian packages (only those missing) and
 # configures + builds the project. Idempotent: re-running skips apt when nothing is missing.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+# MEGASIM_WITH_BROWSER=1 also installs chromium (for the report's browser test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(g++ cmake ninja-build ccache libboost-graph-dev nlohmann-json3-dev libspdlog-dev
           libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
+# The test suite also renders the capacity report in a real browser.
+if [ "${MEGASIM_WITH_BROWSER:-0}" = "1" ]; then PACKAGES+=(chromium fonts-liberation); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

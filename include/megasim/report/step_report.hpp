@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "megasim/model/memory.hpp"  // MemoryBreakdown
+
 namespace megasim {
 
 // Where one step's wall-clock time goes, seconds. The fields add up to step_time_s.
@@ -25,17 +27,6 @@ struct StepBreakdown {
   }
 };
 
-struct MemoryBreakdown {
-  double weights_bytes = 0;
-  double gradients_bytes = 0;
-  double optimizer_states_bytes = 0;
-  double activations_bytes = 0;
-  double buffers_bytes = 0;  // communication buffers, workspace, allocator fragmentation
-  double total_bytes() const {
-    return weights_bytes + gradients_bytes + optimizer_states_bytes + activations_bytes +
-           buffers_bytes;
-  }
-};
 
 struct PlanSummary {
   int tp = 1, pp = 1, vpp = 1, cp = 1;

@@ -1,0 +1,81 @@
+// The MegaScale 175B step on 12,288 GPUs (TP 8, PP 8, VPP 6, DP 192, 32 micro-batches,
+// ZeRO-2, MegaScale overlaps) through the discrete-event engine with folding. Target: < 10 s
+// and < 4 GiB on a 2-core machine. Step costs are hand-set round figures (not the cost
+// model's) so the benchmark measures the simulator, not the physics.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "megasim/coll/nccl_model.hpp"
+#include "megasim/exec/des_step.hpp"
+#include "megasim/net/topology_builders.hpp"
+
+namespace {
+
+megasim::JobSpec job175b(std::int64_t gpus) {
+  megasim::JobSpec j;
+  auto& c = j.cluster;
+  c.gpu.name = "a100-sxm4-80gb";
+  c.gpu.nvlink_bandwidth_Bps = 300e9;
+  c.gpu.architecture_sm = 80;
+  c.num_gpus = gpus;
+  c.gpus_per_node = 8;
+  c.network.topology = megasim::Topology::RailOptimizedClos;
+  c.network.nic_bandwidth_Bps = 25e9;
+  c.network.nics_per_node = 8;
+  c.network.switch_radix = 64;
+  c.network.switch_port_bandwidth_Bps = 50e9;
+  c.network.servers_per_tor = 64;
+  c.network.link_latency_s = 0.5e-6;
+  c.network.nic_latency_s = 1e-6;
+  auto& p = j.parallel;
+  p.tensor_model_parallel_size = 8;
+  p.pipeline_model_parallel_size = 8;
+  p.virtual_pipeline_model_parallel_size = 6;
+  p.data_parallel_size = gpus / 64;
+  p.zero_stage = 2;
+  j.system.pp_overlap = j.system.dp_overlap = j.system.dp_prefetch_first_all_gather = true;
+  return j;
+}
+
+megasim::StepCosts costs175b(const megasim::JobSpec& j, std::int64_t m) {
+  megasim::StepCosts c;
+  c.pp = 8;
+  c.vpp = 6;
+  c.dp = j.parallel.data_parallel_size;
+  c.micro_batches = m;
+  c.chunks.assign(8, std::vector<megasim::ChunkCosts>(6));
+  for (auto& st : c.chunks)
+    for (auto& ch : st) {
+      ch.layers = 2;
+      ch.fwd_compute_s = 9e-3;   // 2 layers of 175B, b = 1, s = 2048, TP 8 on A100: ~9 ms
+      ch.bwd_compute_s = 18e-3;
+      ch.param_bytes = 2 * 2 * 12.0 * 12288 * 12288 / 8;
+    }
+  c.p2p_bytes = 2.0 * 2048 * 12288 / 8;  // bf16 activations, SP shard per GPU
+  c.dp_grad_reduce_bytes = 4.0 * 12 * 12.0 * 12288 * 12288 / 8;  // fp32 grads of 12 layers
+  c.dp_param_gather_bytes = 2.0 * 12 * 12.0 * 12288 * 12288 / 8;
+  c.optimizer_s = 0.05;
+  c.data_loading_s = 0.05;
+  c.dp_overlap_compute_slowdown = 0.05;
+  return c;
+}
+
+void BM_MegaScale175B(benchmark::State& state) {
+  const std::int64_t gpus = state.range(0);
+  const auto j = job175b(gpus);
+  const auto c = costs175b(j, 6144 / j.parallel.data_parallel_size);
+  const megasim::Fabric f = megasim::build_fabric(j.cluster);
+  const megasim::NcclModel nccl =
+      megasim::load_default_nccl_model(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  for (auto _ : state) {
+    const auto r = megasim::simulate_step_des(j, c, f, nccl, megasim::DesOptions{});
+    state.counters["step_s"] = r.step_time_s;
+    benchmark::DoNotOptimize(r.step_time_s);
+  }
+}
+BENCHMARK(BM_MegaScale175B)->Arg(3072)->Arg(12288)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();

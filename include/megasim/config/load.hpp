@@ -1,0 +1,50 @@
+#pragma once
+// Config loading (DESIGN.md A2): JSON file -> --set overrides -> validated JobSpec.
+//
+// Usage (what `megasim simulate` does):
+//   const Catalog cat = Catalog::open(default_catalog_dir(argv[0]));
+//   JobSpec job = load_job("configs/megascale-175b-12288.json",
+//                          {"cluster.num_gpus=6144", "system.preset=megatron-lm"}, cat);
+// Or step by step:
+//   nlohmann::json cfg = read_json_file(file, "CONFIG");
+//   apply_override(cfg, "parallel.tensor_model_parallel_size=4", cat, file.parent_path());
+//   JobSpec job = parse_job(cfg, cat, file.parent_path());
+// Every problem with the user's input throws InputError(json_path, rule), one line.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+// Parses JSON text; on a syntax error throws InputError(json_path, "<where>: not valid JSON
+// at line L, column C: ..."). `where` names the source (a file name) in the message.
+nlohmann::json parse_json_text(std::string_view text, const std::string& json_path, const std::string& where);
+
+// Reads and parses one JSON file; unreadable or malformed files throw InputError(json_path, ...)
+// naming the file and the parse error position.
+nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& json_path);
+
+// Applies one `--set a.b.c=VALUE`. VALUE is parsed as JSON, else taken as a string. Sections on
+// the way that are strings (a catalog name or a file) are first replaced by the object they name,
+// so `--set cluster.num_gpus=4096` works with `"cluster": "megascale-a100-clos"`. A string
+// `system` section becomes {"preset": name}. Relative file names resolve against `base_dir`.
+// Malformed assignments throw InputError("--set", ...).
+void apply_override(nlohmann::json& config, std::string_view assignment, const Catalog& catalog,
+                    const std::filesystem::path& base_dir = {});
+
+// Validates a whole config and returns the typed job. Relative file names in sections resolve
+// against `base_dir` (the config file's directory). A plan that does not fit in memory is not
+// an error here.
+JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir);
+
+// read_json_file + apply_override (in order) + parse_job. The job name defaults to the file stem.
+JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                 const Catalog& catalog);
+
+}  // namespace megasim

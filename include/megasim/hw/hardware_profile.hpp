@@ -1,0 +1,48 @@
+#pragma once
+// Hardware-efficiency profile of one GPU generation (configs/hw/<name>.json). The kernel-time
+// model's form is the same for every GPU; only these fitted or cited parameters differ.
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "megasim/model/memory.hpp"
+
+namespace megasim {
+
+struct GemmParams {
+  double max_efficiency = 0;   // e_max: large, aligned GEMM fraction of dense peak
+  double k_half = 0;           // r_k = k / (k + k_half): per-tile prologue/epilogue cost
+  int tile_m = 128, tile_n = 256;
+  int sm_count = 0;            // SMs for wave quantization
+  double wave_weight = 0;      // 0 = stream-K hides the wave tail, 1 = classic wave quantization
+  double latency_s = 0;        // fixed per-kernel time (pipeline fill, DRAM round trip)
+};
+
+struct AttentionParams {       // efficiency(s) = max_eff * s / (s + s_half) * (d/128)^alpha
+  double max_efficiency = 0;
+  double seq_half = 0;
+  double head_dim_alpha = 0;
+};
+
+struct HardwareProfile {
+  std::string name;
+  GemmParams gemm;
+  AttentionParams flash_v2_fwd, flash_v2_bwd, flash_v1_fwd, flash_v1_bwd;
+  int unfused_memory_passes_fwd = 0;  // passes over the b·a·s·s score matrix (unfused)
+  int unfused_memory_passes_bwd = 0;
+  // Memory-bound kernels: t = latency + bytes / (bw * fraction).
+  double memory_latency_s = 0;
+  double elementwise_bw_fraction = 0;
+  double norm_bw_fraction = 0;
+  double copy_bw_fraction = 0;
+  double kernel_launch_overhead_s = 0;  // device-side gap between back-to-back kernels
+  double host_dispatch_s = 0;           // eager-framework host time per kernel launch
+  int nccl_channels_sharing_sms = 0;    // SMs taken by NCCL kernels while overlapping
+  BufferSizes buffers;
+};
+
+// Parses a profile object; `json_path` names it in errors (InputError on any missing/invalid
+// field).
+HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string& json_path);
+
+}  // namespace megasim

@@ -1,0 +1,66 @@
+#pragma once
+// The kernel sequence of one transformer layer for one micro-batch on one TP (and CP) rank.
+// Consumers: hw/ (kernel times), the analytic estimator and the event-engine workload builder.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+enum class OpKind {
+  Gemm,             // tensor-core matmul; gemm_m/n/k set
+  Attention,        // attention core (flash or unfused); attn set
+  Elementwise,      // memory-bound pointwise kernel(s)
+  Norm,             // LayerNorm / RMSNorm (memory-bound, lower achieved bandwidth)
+  TpAllGather,      // communication placeholders: comm_bytes = full (gathered) tensor size
+  TpReduceScatter,
+  TpAllReduce,
+  CpExchange,       // context-parallel K/V ring exchange; comm_bytes sent per rank
+};
+bool is_communication(OpKind k);
+const char* to_string(OpKind k);
+
+struct AttentionShape {
+  std::int64_t batch = 0;
+  std::int64_t heads = 0;        // query heads on this rank (a / TP)
+  std::int64_t seq_q = 0;        // queries on this rank (s / CP)
+  std::int64_t seq_kv_span = 0;  // keys each query may attend to at most (min(window, s))
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  bool backward = false;
+};
+
+struct LayerOp {
+  std::string name;
+  OpKind kind = OpKind::Elementwise;
+  double flops = 0;               // FLOPs the kernel really executes (attention: causal-halved)
+  double bytes = 0;               // HBM bytes read + written (compute ops)
+  double comm_bytes = 0;          // communication ops only
+  std::int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
+  AttentionShape attn;            // Attention only
+  int kernels = 1;                // kernel launches this op stands for
+  bool ffn_path = false;          // on MegaScale's fused-overlap path (AG+FC1, FC2+RS)
+};
+
+// One layer, one micro-batch, this rank. Forward, backward (dgrad + wgrad per GEMM, reverse
+// order, communication mirrored: forward AG <-> backward RS; with SP the input is all-gathered
+// again for wgrad) and the extra forward work replayed by recomputation (selective: attention
+// core; full: the whole forward, communication included).
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job);
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job);
+std::vector<LayerOp> layer_recompute_ops(const JobSpec& job);
+
+// First stage: embedding lookup (+ positions) and its TP reduction. Last stage: final norm,
+// LM-head GEMM and vocab-parallel cross-entropy.
+std::vector<LayerOp> embedding_forward_ops(const JobSpec& job);
+std::vector<LayerOp> embedding_backward_ops(const JobSpec& job);
+std::vector<LayerOp> lm_head_forward_ops(const JobSpec& job);
+std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job);
+
+// Bytes per element of activations for the precision (fp8 keeps bf16 activations between
+// kernels, as Transformer Engine does).
+double activation_bytes_per_element(Precision p);
+
+}  // namespace megasim

@@ -1,0 +1,34 @@
+#pragma once
+// Parameter counts of a decoder-only transformer (pure functions of ModelSpec / JobSpec).
+#include <cstdint>
+
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+// Parameters of one transformer layer: QKV (GQA aware), output projection, MLP (2 or 3
+// matrices), biases when attention_bias, and its norms (LayerNorm weight+bias, RMSNorm weight).
+double layer_parameter_count(const ModelSpec& m);
+// Word embedding (+ learned positions when max_position_embeddings > 0 and !rope).
+double embedding_parameter_count(const ModelSpec& m);
+// Final norm + LM head (0 for the head when tied).
+double head_parameter_count(const ModelSpec& m);
+// Whole model, each shared tensor counted once.
+double parameter_count(const ModelSpec& m);
+
+// Vocabulary padded as Megatron does (make-vocab-size-divisible-by 128, times TP).
+std::int64_t padded_vocab_size(const ModelSpec& m, int tensor_parallel);
+
+// Parameters one TP rank holds for one layer: weight matrices divided by TP, column-parallel
+// biases divided by TP, norms and row-parallel biases replicated.
+double layer_parameters_per_tp_rank(const ModelSpec& m, int tensor_parallel);
+
+// Layers held by pipeline stage `stage` (uneven first/last splits honoured).
+std::int64_t layers_on_stage(const JobSpec& job, int stage);
+
+// Parameters held by one GPU of pipeline stage `stage` before any ZeRO sharding: its layers,
+// the (padded, TP-sharded) embedding on the first stage and the head on the last stage. With
+// tied embeddings and PP > 1 the last stage keeps its own copy of the embedding (Megatron).
+double parameters_per_gpu(const JobSpec& job, int stage);
+
+}  // namespace megasim

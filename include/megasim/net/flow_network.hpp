@@ -1,0 +1,115 @@
+#pragma once
+// Flows on the discrete-event engine (DESIGN.md B3): a flow first pays its latency, then
+// shares link bandwidth max-min fairly with every other active flow (MaxMinSolver) until its
+// bytes are delivered, then calls on_complete.
+//
+// Byte accounting is lazy: each flow keeps (remaining bytes, rate, time of last update).
+// Changes (a flow joining or leaving) only mark links dirty; one resolve event per timestamp
+// re-solves the touched components, advances just the flows whose rate changed to `now` with
+// their old rate, and reschedules only their completion events. Completion times are rounded
+// up to the picosecond so a flow never finishes early.
+//
+// Every flow is an Engine task named after the request (or "flow <id>"), so a run that ends
+// with flows stuck (e.g. on a zero-capacity link) shows up in Engine::require_all_finished().
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "megasim/core/units.hpp"
+#include "megasim/net/link.hpp"
+#include "megasim/net/maxmin_solver.hpp"
+#include "megasim/sim/engine.hpp"
+
+namespace megasim {
+
+// (slot, generation) packed in 64 bits; never 0.
+using FlowId = std::uint64_t;
+inline constexpr FlowId kNoFlow = 0;
+
+struct FlowRequest {
+  LinkPath path{};          // empty: a local copy limited only by rate_cap_Bps
+  double bytes = 0.0;       // per flow; each of the `multiplicity` copies moves this many
+  double latency_s = 0.0;   // paid before the flow takes bandwidth
+  double rate_cap_Bps = std::numeric_limits<double>::infinity();
+  int multiplicity = 1;
+  std::function<void()> on_complete{};
+  std::string name{};       // task name for the deadlock report; default "flow <id>"
+};
+
+class FlowNetwork {
+ public:
+  FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps);
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+  // Negative/NaN bytes or latency, multiplicity < 1, cap <= 0 or an unknown link are
+  // programming errors (std::invalid_argument).
+  FlowId start_flow(FlowRequest request);
+
+  bool is_active(FlowId id) const;
+  // Current rate of one copy of the flow; 0 while it is still paying latency.
+  double flow_rate_Bps(FlowId id) const;
+  // Bytes not yet delivered by one copy, as of now().
+  double flow_remaining_bytes(FlowId id) const;
+
+  // Bytes carried by the link direction so far (all copies), up to the last update of each
+  // flow; exact once the flows crossing it have completed.
+  double link_bytes(LinkId link) const;
+  // Seconds during which at least one flow was transferring over the link.
+  double link_busy_s(LinkId link) const;
+  // The k links with most bytes, ties by lower id; links that carried nothing are omitted.
+  std::vector<std::pair<LinkId, double>> busiest_links(std::size_t k) const;
+
+  std::size_t active_flows() const { return active_; }
+  std::uint64_t flows_completed() const { return completed_; }
+  std::uint64_t flows_started() const { return started_; }
+  const MaxMinSolver& solver() const { return solver_; }
+  Engine& engine() const { return engine_; }
+
+ private:
+  struct NetFlow {
+    FlowRequest req;
+    FlowHandle handle;            // valid while transferring
+    double remaining_bytes = 0.0;
+    double rate_Bps = 0.0;
+    SimTime last_update;
+    EventId event = kNoEvent;     // latency end or completion
+    TaskId task = 0;
+    std::uint32_t gen = 1;
+    bool live = false;
+    bool transferring = false;
+  };
+
+  NetFlow* lookup(FlowId id);
+  const NetFlow* lookup(FlowId id) const;
+  static FlowId pack(std::uint32_t slot, std::uint32_t gen) {
+    return (static_cast<std::uint64_t>(gen) << 32) | slot;
+  }
+  void activate(std::uint32_t slot);
+  void advance(NetFlow& f);
+  void schedule_completion(std::uint32_t slot);
+  void on_completion_event(std::uint32_t slot);
+  void finish(std::uint32_t slot);
+  void request_resolve();
+  void resolve();
+
+  Engine& engine_;
+  MaxMinSolver solver_;
+  std::vector<NetFlow> flows_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> solver_to_net_;  // solver slot -> our slot
+  std::vector<double> link_bytes_;
+  std::vector<std::int64_t> link_busy_ps_;
+  std::vector<std::int64_t> link_busy_since_ps_;
+  std::vector<std::uint32_t> link_active_;
+  bool resolve_pending_ = false;
+  std::size_t active_ = 0;
+  std::uint64_t started_ = 0;
+  std::uint64_t completed_ = 0;
+};
+
+}  // namespace megasim

@@ -1,0 +1,124 @@
+#pragma once
+// Flow-level max-min fair sharing over link directions (DESIGN.md B3), solved by progressive
+// filling ("water-filling"): raise every unfrozen flow's rate together until a link saturates
+// or a flow reaches its own cap, freeze those flows, repeat.
+//
+// One constraint per LinkId (a link *direction*), one variable per flow. A flow of
+// multiplicity k stands for k identical flows: it consumes k times its rate on every link of
+// its path and all k get the same rate (symmetry folding without changing the answer).
+//
+// Incremental: add_flow/remove_flow only mark the touched links dirty; solve() re-solves the
+// connected components (flows sharing links, transitively) reachable from dirty links and
+// leaves every other flow's rate untouched. changed_flows() lists the flows whose rate moved
+// (beyond nearly_equal) in the last solve, so a caller can reschedule only those.
+//
+// Not thread-safe; no globals. Invalid arguments (unknown link, multiplicity < 1, cap <= 0,
+// negative/NaN capacity) are programming errors: std::invalid_argument.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "megasim/net/link.hpp"
+
+namespace megasim {
+
+struct FlowHandle {
+  std::uint32_t slot = std::numeric_limits<std::uint32_t>::max();
+  std::uint32_t gen = 0;
+  friend bool operator==(const FlowHandle&, const FlowHandle&) = default;
+};
+
+class MaxMinSolver {
+ public:
+  static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+
+  explicit MaxMinSolver(std::vector<double> link_capacity_Bps);
+
+  // A flow with an empty path is constrained only by its cap (rate = cap, possibly +inf).
+  FlowHandle add_flow(const LinkPath& path, double cap_Bps = kUnlimited, int multiplicity = 1);
+  void remove_flow(FlowHandle h);
+  // Re-solves the dirty components. Rates of new flows are 0 until the next solve().
+  void solve();
+  bool dirty() const { return !dirty_links_.empty(); }
+
+  bool valid(FlowHandle h) const;
+  double rate_Bps(FlowHandle h) const;
+  double cap_Bps(FlowHandle h) const;
+  int multiplicity(FlowHandle h) const;
+  const LinkPath& path(FlowHandle h) const;
+  // Flows whose rate changed in the last solve() (new flows always appear), in slot order.
+  const std::vector<FlowHandle>& changed_flows() const { return changed_; }
+
+  // Sum of rate x multiplicity over the flows crossing the link (O(flows on the link)).
+  double link_load_Bps(LinkId link) const;
+  double link_capacity_Bps(LinkId link) const;
+  std::size_t num_links() const { return capacity_.size(); }
+  std::size_t num_flows() const { return live_flows_; }
+  std::size_t flows_on_link(LinkId link) const;
+
+  // Work counters, for benchmarks and the curious.
+  std::uint64_t solves() const { return solves_; }
+  std::uint64_t flows_resolved() const { return flows_resolved_; }
+  std::size_t last_component_flows() const { return comp_flows_.size(); }
+
+ private:
+  struct Flow {
+    LinkPath path;
+    std::vector<std::uint32_t> pos;  // pos[i]: index of this hop's entry in link_flows_[path[i]]
+    double cap_Bps = kUnlimited;
+    double rate_Bps = 0.0;
+    double weight = 1.0;  // multiplicity as a double
+    std::uint32_t gen = 1;
+    std::uint32_t stamp = 0;  // component-visit epoch
+    bool live = false;
+    bool fresh = false;  // added since the last solve: reported as changed
+    bool frozen = false;
+    int multiplicity = 1;
+  };
+  struct LinkEntry {
+    std::uint32_t flow;
+    std::uint32_t hop;
+  };
+  struct LinkState {
+    double remaining_Bps = 0.0;
+    double weight = 0.0;  // sum of multiplicities of unfrozen flows
+    std::uint32_t version = 0;
+    std::uint32_t stamp = 0;
+  };
+
+  const Flow& flow_at(FlowHandle h) const;
+  void check_link(LinkId link) const;
+  void mark_dirty(LinkId link);
+  void collect_component(LinkId seed);
+  void fill_component();
+  void freeze(std::uint32_t flow, double rate_Bps);
+
+  std::vector<double> capacity_;
+  std::vector<std::vector<LinkEntry>> link_flows_;
+  std::vector<LinkState> link_state_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  std::size_t live_flows_ = 0;
+
+  std::vector<LinkId> dirty_links_;
+  std::vector<std::uint8_t> link_dirty_;
+  std::vector<FlowHandle> changed_;
+  std::uint32_t epoch_ = 0;
+
+  // Scratch reused between solves (no allocation on the steady-state path).
+  std::vector<std::uint32_t> comp_flows_;
+  std::vector<LinkId> comp_links_;
+  std::vector<LinkId> bfs_;
+  std::vector<std::uint32_t> capped_;
+  struct HeapItem {
+    double share_Bps;
+    LinkId link;
+    std::uint32_t version;
+  };
+  std::vector<HeapItem> heap_;
+
+  std::uint64_t solves_ = 0;
+  std::uint64_t flows_resolved_ = 0;
+};
+
+}  // namespace megasim

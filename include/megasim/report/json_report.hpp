@@ -1,0 +1,14 @@
+#pragma once
+// Serialises a StepReport to the A3 JSON object (schema_version 1) and to a human-readable
+// text report. Field names carry their units; every field is defined in the README.
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "megasim/report/step_report.hpp"
+
+namespace megasim {
+
+nlohmann::json to_json(const StepReport& report);
+void print_text_report(const StepReport& report, std::ostream& out);
+
+}  // namespace megasim

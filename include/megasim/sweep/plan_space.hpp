@@ -1,0 +1,92 @@
+#pragma once
+// The planner's search space: every parallel plan of one model on one cluster, and the cheap
+// checks that reject a plan before anything is simulated.
+//
+// The space is the cartesian product of these explicit domains (nothing else is varied; the
+// model, cluster, precision, optimizer and system techniques come from the base job):
+//   global batch   opts.global_batch_sizes (default: the base job's)
+//   TP             divisors of gpus_per_node (TP groups stay inside one NVLink node)
+//   CP             1, 2, 4, ... up to opts.max_context_parallel
+//   PP layout      every divisor of num_hidden_layers (even split), plus, for each power of two
+//                  PP >= 2 that does not divide the layers, one uneven Megatron-Core split:
+//                  k = ceil(L/PP) layers on each middle stage and the rest shared by the first
+//                  and last stage (first = floor(rest/2), last = rest - first), kept only when
+//                  1 <= first <= last <= k (embedding and LM head stages get the lighter load)
+//   VPP            1 when PP = 1; else every divisor of the layers per stage (uneven: of the
+//                  gcd of first, middle and last stage layers)
+//   micro batch    opts.micro_batch_sizes (default 1, 2, 4, 8)
+//   recompute      none, selective, full
+//   ZeRO stage     0, 1, 2, 3
+// A plan is then rejected by the first rule it breaks, in the order config/validate.cpp checks
+// them (so the reason matches what `megasim simulate` would say), and finally by memory fit.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+struct PlanCandidate {
+  std::int64_t global_batch_size = 0;
+  int tp = 1;
+  int cp = 1;
+  int pp = 1;
+  std::optional<int> first_stage_layers;  // uneven split (Megatron-Core decoder_first/last_...)
+  std::optional<int> last_stage_layers;
+  int vpp = 1;
+  std::int64_t micro_batch_size = 1;
+  Recompute recompute = Recompute::None;
+  int zero_stage = 0;
+};
+
+// Canonical, human-readable key, e.g. "tp8-pp8-vpp6-cp1-mbs1-rc:none-z2-gbs6144", with
+// "-first3-last4" after the PP term for uneven splits. Unique per candidate.
+std::string plan_key(const PlanCandidate& c);
+
+// Total order used to break ties deterministically (field by field, in declaration order).
+bool canonical_less(const PlanCandidate& a, const PlanCandidate& b);
+
+struct PlanSpaceOptions {
+  std::vector<std::int64_t> global_batch_sizes;         // empty: the base job's
+  std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
+  int max_context_parallel = 8;
+  bool sequence_parallel = true;  // Megatron default; applied whenever TP > 1
+};
+
+// Every candidate of the space, in canonical order.
+std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceOptions& opts);
+
+// Why a candidate is not runnable. Keys (stable, used in JSON) are listed by plan_rule_key.
+enum class PlanRule {
+  GpusDivisibleByModelParallel,  // num_gpus % (TP*PP*CP) != 0
+  TpDividesHeads,                // num_attention_heads % TP
+  TpDividesKvHeads,              // num_key_value_heads % TP
+  BatchDivisibleByMicroBatchDp,  // global_batch % (micro_batch * DP)
+  VppMicroBatchesDivisibleByPp,  // interleaving needs micro-batches % PP == 0
+  SeqDivisibleBy2Cp,             // seq_length % (2*CP)
+  SeqPerCpDivisibleByTp,         // sequence parallel: (seq/CP) % TP
+  Memory,                        // peak memory per GPU exceeds the GPU's capacity
+  CostModelError,                // the step cost model threw (a plan it cannot represent)
+};
+const char* plan_rule_key(PlanRule r);
+inline constexpr PlanRule kAllPlanRules[] = {
+    PlanRule::GpusDivisibleByModelParallel, PlanRule::TpDividesHeads,
+    PlanRule::TpDividesKvHeads,             PlanRule::BatchDivisibleByMicroBatchDp,
+    PlanRule::VppMicroBatchesDivisibleByPp, PlanRule::SeqDivisibleBy2Cp,
+    PlanRule::SeqPerCpDivisibleByTp,        PlanRule::Memory,
+    PlanRule::CostModelError};
+
+// The base job with the candidate's plan written in, derived fields (DP, sequence
+// parallelism) recomputed. Does not validate.
+JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_parallel = true);
+
+// First divisibility rule `job` breaks, in config/validate.cpp's order; nullopt when none.
+std::optional<PlanRule> first_broken_rule(const JobSpec& job);
+
+// Peak bytes per GPU over the pipeline stages that can hold the peak (first, a middle one,
+// last) and the stage-0 breakdown-style total; cheap, no allocation.
+double peak_memory_bytes(const JobSpec& job);
+
+}  // namespace megasim

@@ -1,0 +1,109 @@
+#pragma once
+// The task graph of one training step for one pipeline replica (DESIGN.md B1 `workload`):
+// what each pipeline stage computes and communicates, in which order, and what waits for
+// what. Pure: no engine, no network; the executor (exec/des_step.hpp) runs it.
+//
+// One graph describes every DP replica (their work is identical) and one representative
+// TP/CP rank per stage (TP ranks of a stage do identical work; their exposed TP time is
+// already inside ChunkCosts). Durations and bytes come only from StepCosts.
+//
+// Streams. Each stage has a compute stream (tasks run in `compute_order`, one at a time) and
+// a DP communication stream (collectives run in `dp_order`, one at a time: NCCL serialises
+// collectives of one communicator). PP transfers belong to no stream: each starts as soon as
+// its dependencies are met (an async isend/irecv pair on the PP communicator).
+//
+// Pipeline communication, following Megatron-LM's p2p_communication.py:
+//  * pp_overlap = false: Megatron's batched, blocking send+recv: the compute stream waits for
+//    the whole batch, so a stage's next pass waits both for its own send to finish and (as
+//    always) for the receive its consumer needs. Modelled as: the transfer starts when its
+//    producer finishes, and the sender's next compute pass depends on it. (Waiting for the
+//    receiver to post its receive is not modelled: the posting order of Megatron's
+//    interleaved steady state, which batches four ops after an F/B pair, makes a per-pass
+//    rule deadlock-prone, and the wire time the sender waits for is the dominant cost.)
+//  * pp_overlap = true (MegaScale §3.2): sends and receives are decoupled and asynchronous;
+//    a transfer starts when its producer finishes and blocks nothing but its consumer.
+//
+// Data parallelism (ZeRO stage / SystemSpec::dp_overlap):
+//  * ZeRO 0 (DDP): all-reduce of the gradients after the last backward, or per chunk after
+//    the chunk's last backward with dp_overlap.
+//  * ZeRO 1/2: reduce-scatter of gradients after the last backward, optimizer, then
+//    all-gather of the updated parameters. With dp_overlap (MegaScale): per chunk, the
+//    all-gather is issued at step start in consumption order and the chunk's first forward
+//    waits for it (the first one overlaps data loading when dp_prefetch_first_all_gather);
+//    the reduce-scatter is issued after the chunk's last backward.
+//  * ZeRO 3 (per chunk, not per layer): before every forward and backward pass the chunk's
+//    parameters are all-gathered, prefetched two passes ahead on the DP stream; gradients are
+//    reduce-scattered after the chunk's last backward.
+// The optimizer of every stage waits for every stage's gradients: the global gradient-norm
+// all-reduce of gradient clipping is a step-wide barrier (its time is in optimizer_s).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "megasim/config/specs.hpp"
+#include "megasim/exec/step_costs.hpp"
+#include "megasim/workload/schedule.hpp"
+
+namespace megasim {
+
+enum class TaskKind : std::uint8_t {
+  DataLoad,
+  Forward,
+  Backward,
+  PpTransfer,
+  DpAllGather,
+  DpReduceScatter,
+  DpAllReduce,
+  Optimizer,
+  StepEnd
+};
+enum class TaskStream : std::uint8_t { Compute, DpComm, Network };
+
+const char* to_string(TaskKind kind);
+bool is_dp_collective(TaskKind kind);
+
+using TaskIndex = std::uint32_t;
+
+struct StepTask {
+  TaskKind kind = TaskKind::Forward;
+  TaskStream stream = TaskStream::Compute;
+  int stage = 0;                 // PpTransfer: the sending stage
+  int peer_stage = -1;           // PpTransfer: the receiving stage
+  int chunk = -1;
+  std::int64_t micro_batch = -1;
+  // Compute-stream time, split by what it is for the breakdown.
+  double compute_s = 0;          // kernels
+  double tp_exposed_s = 0;       // exposed TP communication inside the pass
+  double cp_exposed_s = 0;       // exposed CP communication inside the pass
+  double other_s = 0;            // launch overhead and expected straggler slow-down
+  double fixed_s = 0;            // data loading or optimizer
+  double bytes = 0;              // PpTransfer: per GPU; collectives: nccl-tests size
+  std::vector<TaskIndex> deps;   // must finish before this task starts (besides stream order)
+  double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + other_s + fixed_s; }
+};
+
+struct StepGraph {
+  int stages = 1;
+  int vpp = 1;
+  std::int64_t micro_batches = 1;
+  std::vector<StepTask> tasks;
+  std::vector<std::vector<TaskIndex>> compute_order;  // [stage], program order
+  std::vector<std::vector<TaskIndex>> dp_order;       // [stage], issue order
+  std::string describe(TaskIndex t) const;            // e.g. "stage 2 F chunk 1 mb 5"
+};
+
+struct WorkloadOptions {
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int zero_stage = 1;
+  bool dp_overlap = false;
+  bool dp_prefetch_first_all_gather = false;
+  bool pp_overlap = false;
+};
+
+WorkloadOptions workload_options(const JobSpec& job);
+
+// Throws InputError for an impossible schedule (see stage_schedule) and std::invalid_argument
+// when `costs` is inconsistent (chunks not [pp][vpp]).
+StepGraph build_step_graph(const StepCosts& costs, const WorkloadOptions& options);
+
+}  // namespace megasim

@@ -1,0 +1,209 @@
+#include "megasim/calib/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+
+#include "megasim/core/error.hpp"
+
+namespace megasim {
+
+namespace {
+
+nlohmann::json read_suite(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), "cannot read validation suite");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file.string(), std::string("not valid JSON: ") + e.what());
+  }
+}
+
+double metric_of(const StepReport& r, const std::string& metric) {
+  if (metric == "step_time_s") return r.step_time_s;
+  if (metric == "mfu") return r.mfu;
+  if (metric == "tokens_per_s") return r.tokens_per_s;
+  throw InputError("published." + metric, "unknown metric in validation suite");
+}
+
+ValidationCase make_case(const std::string& suite, const std::string& name,
+                         const std::string& metric, double published, double predicted,
+                         bool upper_bound) {
+  ValidationCase c{suite, name, metric, published, predicted, 0.0, upper_bound};
+  c.error_pct = published != 0 ? 100.0 * (predicted - published) / published : 0.0;
+  return c;
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+void check(ValidationSummary& s, const std::string& key, bool pass, const std::string& text) {
+  s.lines.push_back(std::string(pass ? "PASS  " : "FAIL  ") + text);
+  s.json[key] = {{"pass", pass}, {"detail", text}};
+  s.all_pass = s.all_pass && pass;
+}
+
+// Acceptance checks of issue #5, computed from the cases.
+void summarise(ValidationResult& r) {
+  auto& s = r.summary;
+  s.json = nlohmann::json::object();
+  std::vector<const ValidationCase*> t2_step;
+  std::map<std::string, double> t2_step_pred;
+  for (const auto& c : r.cases) {
+    if (c.suite == "table2" && c.metric == "step_time_s") {
+      t2_step.push_back(&c);
+      t2_step_pred[c.name] = c.predicted;
+    }
+  }
+  if (!t2_step.empty()) {
+    double sum = 0, worst = 0;
+    for (const auto* c : t2_step) {
+      sum += std::fabs(c->error_pct);
+      worst = std::max(worst, std::fabs(c->error_pct));
+    }
+    const double mae = sum / static_cast<double>(t2_step.size());
+    check(s, "table2_step_time_mae", mae <= 5.0,
+          fmt("Table 2 step time: mean |error| %.2f%% (target <= 5%%)", mae));
+    check(s, "table2_step_time_max", worst <= 10.0,
+          fmt("Table 2 step time: worst |error| %.2f%% (target <= 10%%)", worst));
+    const auto a = t2_step_pred.find("Megatron-LM 12288 GPUs batch 6144");
+    const auto b = t2_step_pred.find("MegaScale 12288 GPUs batch 6144");
+    if (a != t2_step_pred.end() && b != t2_step_pred.end() && b->second > 0) {
+      const double speedup = a->second / b->second;
+      check(s, "table2_speedup_12288", std::fabs(speedup - 1.34) <= 0.07,
+            fmt("MegaScale/Megatron-LM speed-up at 12,288 GPUs %.3fx (target 1.34 +/- 0.07)",
+                speedup));
+    }
+  }
+  std::vector<const ValidationCase*> t3;
+  for (const auto& c : r.cases)
+    if (c.suite == "table3") t3.push_back(&c);
+  if (!t3.empty()) {
+    bool dirs = true;
+    double worst_pts = 0;
+    for (std::size_t i = 0; i < t3.size(); ++i) {
+      worst_pts = std::max(worst_pts, 100.0 * std::fabs(t3[i]->predicted - t3[i]->published));
+      if (i > 0) {
+        const double pub_step = t3[i]->published - t3[i - 1]->published;
+        const double pred_step = t3[i]->predicted - t3[i - 1]->predicted;
+        if (pub_step * pred_step <= 0) dirs = false;
+      }
+    }
+    check(s, "table3_directions", dirs, "Table 3: every ablation step moves MFU in the published direction");
+    check(s, "table3_cumulative", worst_pts <= 1.5,
+          fmt("Table 3: worst cumulative MFU error %.2f points (target <= 1.5)", worst_pts));
+  }
+  double worst530 = -1;
+  for (const auto& c : r.cases)
+    if (c.suite == "weak530b") worst530 = std::max(worst530, 100.0 * std::fabs(c.predicted - c.published));
+  if (worst530 >= 0) {
+    check(s, "weak530b_mfu", worst530 <= 3.0,
+          fmt("530B weak scaling: worst MFU error %.2f points (target <= 3)", worst530));
+  }
+  bool init_ok = true, any_init = false;
+  for (const auto& c : r.cases) {
+    if (c.suite != "comm_init") continue;
+    any_init = true;
+    init_ok = init_ok && (c.upper_bound ? c.predicted <= c.published : std::fabs(c.error_pct) <= 10.0);
+  }
+  if (any_init) {
+    check(s, "comm_init", init_ok,
+          "Communicator init: 1047 s / 361 s within 10%, < 5 s at 2,048 and < 30 s at 12,288 GPUs");
+  }
+}
+
+}  // namespace
+
+ValidationResult run_validation(const std::string& validation_dir, const std::string& suite,
+                                const JobRunner& run, const StartupModel& startup,
+                                const std::function<void(const std::string&)>& progress) {
+  static const char* const kFiles[][2] = {{"table2", "megascale-table2.json"},
+                                          {"table3", "megascale-table3.json"},
+                                          {"weak530b", "megascale-530b-weak.json"},
+                                          {"comm_init", "megascale-comm-init.json"}};
+  bool known = suite.empty();
+  for (const auto& f : kFiles) known = known || suite == f[0];
+  if (!known) {
+    throw InputError("--suite", "unknown suite \"" + suite +
+                                    "\"; valid: table2, table3, weak530b, comm_init");
+  }
+  ValidationResult result;
+  for (const auto& f : kFiles) {
+    const std::string name = f[0];
+    if (!suite.empty() && suite != name) continue;
+    const auto data = read_suite(std::filesystem::path(validation_dir) / f[1]);
+    const auto& rows = data.at("rows");
+    std::size_t i = 0;
+    for (const auto& row : rows) {
+      ++i;
+      const std::string row_name = row.at("name").get<std::string>();
+      if (progress) progress(name + " " + std::to_string(i) + "/" + std::to_string(rows.size()) + ": " + row_name);
+      const auto& pub = row.at("published");
+      if (name == "comm_init") {
+        const double t = startup(row.at("gpus").get<std::int64_t>(), row.at("store").get<std::string>(),
+                                 row.at("ordered").get<bool>());
+        for (const auto& [metric, value] : pub.items()) {
+          const bool upper = metric.size() > 4 && metric.substr(metric.size() - 4) == "_max";
+          result.cases.push_back(make_case(name, row_name, upper ? "startup_s" : metric,
+                                           value.get<double>(), t, upper));
+        }
+        continue;
+      }
+      const auto sets = row.at("set").get<std::vector<std::string>>();
+      const StepReport rep = run(data.at("base").get<std::string>(), sets);
+      for (const auto& [metric, value] : pub.items()) {
+        result.cases.push_back(make_case(name, row_name, metric, value.get<double>(),
+                                         metric_of(rep, metric), false));
+      }
+    }
+  }
+  summarise(result);
+  return result;
+}
+
+nlohmann::json to_json(const ValidationResult& r) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : r.cases) {
+    cases.push_back({{"suite", c.suite},
+                     {"name", c.name},
+                     {"metric", c.metric},
+                     {"published", c.published},
+                     {"predicted", c.predicted},
+                     {"error_pct", c.error_pct},
+                     {"published_is_upper_bound", c.upper_bound}});
+  }
+  nlohmann::json summary = r.summary.json;
+  summary["all_pass"] = r.summary.all_pass;
+  summary["cases"] = r.cases.size();
+  return {{"cases", cases}, {"summary", summary}};
+}
+
+void print_validation(const ValidationResult& r, std::ostream& out) {
+  std::string last_suite;
+  char buf[512];
+  for (const auto& c : r.cases) {
+    if (c.suite != last_suite) {
+      out << "\n== " << c.suite << "\n";
+      std::snprintf(buf, sizeof buf, "  %-52s %-12s %12s %12s %9s\n", "case", "metric",
+                    "published", "predicted", "error");
+      out << buf;
+      last_suite = c.suite;
+    }
+    std::snprintf(buf, sizeof buf, "  %-52s %-12s %s%11.4g %12.4g %8.2f%%\n", c.name.c_str(),
+                  c.metric.c_str(), c.upper_bound ? "<" : " ", c.published, c.predicted,
+                  c.error_pct);
+    out << buf;
+  }
+  out << "\nsummary:\n";
+  for (const auto& l : r.summary.lines) out << "  " << l << "\n";
+}
+
+}  // namespace megasim

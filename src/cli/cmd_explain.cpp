@@ -1,0 +1,99 @@
+// `megasim explain CONFIG [--set ...]`: what a planner checks by hand before simulating —
+// parameters, FLOPs per token, parallel degrees, layers per stage and chunk, memory by
+// component, and where each rank runs (rank -> GPU -> node -> ToR set).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/core/units.hpp"
+#include "megasim/model/flops.hpp"
+#include "megasim/model/memory.hpp"
+#include "megasim/model/params.hpp"
+#include "megasim/plan/placement.hpp"
+
+namespace megasim {
+
+namespace {
+
+struct ExplainArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::int64_t max_rows = 32;
+};
+
+std::string num(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void explain(const JobSpec& job, std::int64_t max_rows, std::ostream& out) {
+  const auto& m = job.model;
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  const std::int64_t micro_batches = t.global_batch_size / (t.micro_batch_size * p.data_parallel_size);
+  out << "job: " << (job.name.empty() ? "(unnamed)" : job.name) << "\n";
+  out << "model: " << m.name << ": h " << m.hidden_size << ", layers " << m.num_hidden_layers
+      << ", heads " << m.num_attention_heads << " (kv " << m.num_key_value_heads << "), ffn "
+      << m.intermediate_size << ", vocab " << m.vocab_size << (m.gated_mlp ? ", gated MLP" : "")
+      << (m.use_parallel_residual ? ", parallel block" : "")
+      << (m.sliding_window ? ", sliding window " + std::to_string(*m.sliding_window) : "") << "\n";
+  out << "  parameters                " << num("%.4g", parameter_count(m)) << "\n";
+  out << "  model FLOPs per token     " << num("%.4g", model_flops_per_token(job))
+      << "  (Megatron-Core convention, attended span)\n";
+  out << "  model FLOPs per step      " << num("%.4g", model_flops_per_step(job)) << "\n";
+  out << "  hardware FLOPs per step   " << num("%.4g", hardware_flops_per_step(job)) << "  (recompute "
+      << to_string(t.recompute) << ")\n";
+  out << "cluster: " << job.cluster.num_gpus << " x " << job.cluster.gpu.name << ", "
+      << job.cluster.gpus_per_node << " GPUs per node, " << job.cluster.network.nics_per_node
+      << " NICs of " << format_rate_GBps(job.cluster.network.nic_bandwidth_Bps) << " per node, "
+      << to_string(job.cluster.network.topology) << "\n";
+  out << "parallel: TP " << p.tensor_model_parallel_size << " · CP " << p.context_parallel_size
+      << " · PP " << p.pipeline_model_parallel_size << " · VPP "
+      << p.virtual_pipeline_model_parallel_size << " · DP " << p.data_parallel_size << " (derived), ZeRO-"
+      << p.zero_stage << ", SP " << (p.sequence_parallel ? "on" : "off") << ", placement "
+      << to_string(p.placement) << "\n";
+  out << "  micro-batches per pipeline " << micro_batches << " of " << t.micro_batch_size
+      << " sequences x " << t.seq_length << " tokens\n";
+  for (int s = 0; s < p.pipeline_model_parallel_size; ++s) {
+    const auto layers = layers_on_stage(job, s);
+    out << "  stage " << s << ": " << layers << " layers";
+    if (p.virtual_pipeline_model_parallel_size > 1) {
+      out << " in " << p.virtual_pipeline_model_parallel_size << " chunks of "
+          << layers / p.virtual_pipeline_model_parallel_size;
+    }
+    out << ", " << num("%.4g", parameters_per_gpu(job, s)) << " parameters per GPU\n";
+  }
+  const MemoryBreakdown mem = memory_per_gpu(job);
+  out << "memory per GPU (stage 0, the peak under 1F1B):\n";
+  out << "  weights           " << format_bytes(mem.weights_bytes) << "\n";
+  out << "  gradients         " << format_bytes(mem.gradients_bytes) << "\n";
+  out << "  optimizer states  " << format_bytes(mem.optimizer_states_bytes) << "\n";
+  out << "  activations       " << format_bytes(mem.activations_bytes) << "\n";
+  out << "  buffers           " << format_bytes(mem.buffers_bytes) << "\n";
+  out << "  total             " << format_bytes(mem.total_bytes()) << " of "
+      << format_bytes(job.cluster.gpu.memory_bytes)
+      << (mem.total_bytes() <= job.cluster.gpu.memory_bytes ? " (fits)\n" : " (DOES NOT FIT)\n");
+  out << "placement (rank -> GPU -> node -> ToR set):\n";
+  out << render_placement_table(Placement(p, job.cluster), max_rows);
+}
+
+}  // namespace
+
+void register_explain_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<ExplainArgs>();
+  auto* cmd = app.add_subcommand("explain", "Show parameters, FLOPs, parallel layout, memory and "
+                                            "rank placement for a job");
+  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
+  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  cmd->add_option("--max-rows", args->max_rows, "placement rows to print (default 32)");
+  cmd->callback([args, &ctx] {
+    if (args->max_rows < 1) throw InputError("--max-rows", "must be >= 1");
+    explain(ctx.load_job(args->config, args->sets), args->max_rows, ctx.out);
+  });
+}
+
+}  // namespace megasim

@@ -1,0 +1,104 @@
+// `megasim plan CONFIG [--set ...] [--gpus N] [--top K] [--objective step_time|tokens_per_gpu|mfu]
+//                      [--jobs N] [--json] [--batch B1,B2,...] [--rerank des|analytic]
+//                      [--max-cp N] [--no-progress]`
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/sweep/plan_search.hpp"
+
+namespace megasim {
+
+namespace {
+
+struct PlanArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::int64_t gpus = 0;
+  int top = 10;
+  std::string objective = "step_time";
+  int jobs = 0;
+  bool json = false;
+  std::vector<std::int64_t> batches;
+  std::string rerank = "des";
+  int max_cp = 8;
+  bool no_progress = false;
+};
+
+// The config with its plan neutralised (TP=PP=VPP=CP=1 on one GPU), so that a cluster size
+// given with --gpus cannot make the config's own plan fail validation: the planner replaces
+// the plan anyway, and everything else (model, GPU, network, system) is validated as usual.
+const std::vector<std::string> kNeutralPlan = {
+    "parallel.tensor_model_parallel_size=1",    "parallel.pipeline_model_parallel_size=1",
+    "parallel.virtual_pipeline_model_parallel_size=1", "parallel.context_parallel_size=1",
+    "parallel.decoder_first_pipeline_num_layers=null", "parallel.decoder_last_pipeline_num_layers=null",
+    "parallel.data_parallel_size=null",         "training.micro_batch_size=1",
+    "cluster.num_gpus=1"};
+
+}  // namespace
+
+void register_plan_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand("plan", "Search all parallel plans (TP, PP, VPP, CP, micro-batch, recompute, "
+                                         "ZeRO), rank them analytically, re-simulate the best with the event engine");
+  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
+  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  cmd->add_option("--gpus", args->gpus, "cluster size to plan for (default: the config's cluster.num_gpus)");
+  cmd->add_option("--top", args->top, "plans re-simulated and shown (default 10)");
+  cmd->add_option("--objective", args->objective, "step_time (default) | tokens_per_gpu | mfu");
+  cmd->add_option("--jobs", args->jobs, "worker threads (default: hardware concurrency)");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--batch", args->batches, "global batch sizes to consider (default: the config's)")
+      ->delimiter(',');
+  cmd->add_option("--rerank", args->rerank, "engine for the top K: des (default) | analytic");
+  cmd->add_option("--max-cp", args->max_cp, "largest context-parallel size tried (powers of two, default 8)");
+  cmd->add_flag("--no-progress", args->no_progress, "no progress line on stderr");
+  cmd->callback([args, &ctx] {
+    PlanSearchOptions opts;
+    opts.objective = parse_plan_objective(args->objective);
+    opts.rerank_engine = parse_engine_kind(args->rerank);
+    if (args->top < 0) throw InputError("--top", "must be >= 0");
+    if (args->jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
+    if (args->max_cp < 1) throw InputError("--max-cp", "must be >= 1");
+    for (const auto b : args->batches) {
+      if (b < 1) throw InputError("--batch", "global batch sizes must be >= 1");
+    }
+    opts.top_k = args->top;
+    opts.jobs = args->jobs;
+    opts.space.global_batch_sizes = args->batches;
+    opts.space.max_context_parallel = args->max_cp;
+
+    JobSpec base;
+    if (args->gpus != 0) {
+      auto sets = args->sets;
+      sets.insert(sets.end(), kNeutralPlan.begin(), kNeutralPlan.end());
+      base = ctx.load_job(args->config, sets);
+      const int gpn = base.cluster.gpus_per_node;
+      if (args->gpus < 1 || (args->gpus > gpn && args->gpus % gpn != 0)) {
+        throw InputError("--gpus", std::to_string(args->gpus) + " GPUs is not a positive whole number of " +
+                                       std::to_string(gpn) + "-GPU nodes");
+      }
+      base.cluster.num_gpus = args->gpus;
+    } else {
+      base = ctx.load_job(args->config, args->sets);
+      if (base.parallel.tensor_model_parallel_size > 1) opts.space.sequence_parallel = base.parallel.sequence_parallel;
+    }
+    if (!args->no_progress) {
+      opts.progress = [&ctx](const std::string& text) { ctx.err << "\rplan: " << text << "   " << std::flush; };
+    }
+    const Catalog catalog = Catalog::open(ctx.catalog_dir);
+    const PlanSearchResult result = search_plans(base, catalog, opts);
+    if (!args->no_progress) ctx.err << "\n";
+    if (args->json) {
+      ctx.out << plan_search_to_json(result).dump(2) << "\n";
+    } else {
+      print_plan_table(result, ctx.out);
+    }
+  });
+}
+
+}  // namespace megasim

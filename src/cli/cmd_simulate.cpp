@@ -1,0 +1,64 @@
+// `megasim simulate CONFIG [--json] [--set PATH=VALUE ...] [--engine des|analytic]
+//                          [--trace FILE] [--seed N] [--full]`
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/exec/simulate.hpp"
+#include "megasim/report/json_report.hpp"
+
+namespace megasim {
+
+namespace {
+
+struct SimulateArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string engine = "des";
+  std::string trace;
+  std::int64_t seed = -1;
+  bool full = false;
+};
+
+}  // namespace
+
+void register_simulate_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* cmd = app.add_subcommand("simulate", "Simulate one training step and report step time, "
+                                             "MFU, memory and time to train");
+  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")
+      ->required();
+  cmd->add_flag("--json", args->json, "print exactly one JSON object (schema_version 1)");
+  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  cmd->add_option("--engine", args->engine, "des (event engine, default) | analytic");
+  cmd->add_option("--trace", args->trace, "write a Chrome Trace Event timeline (des engine)");
+  cmd->add_option("--seed", args->seed, "seed for ECMP hashing and stragglers (default: config)");
+  cmd->add_flag("--full", args->full, "simulate every rank instead of folding symmetric ones");
+  cmd->callback([args, &ctx] {
+    auto sets = args->sets;
+    if (args->seed >= 0) sets.push_back("seed=" + std::to_string(args->seed));
+    const JobSpec job = ctx.load_job(args->config, sets);
+    SimulateOptions opts;
+    opts.engine = parse_engine_kind(args->engine);
+    opts.trace_path = args->trace;
+    opts.full = args->full;
+    opts.progress = true;
+    if (!args->trace.empty() && opts.engine != EngineKind::Des) {
+      throw InputError("--trace", "a timeline needs the event engine (--engine des)");
+    }
+    const Catalog catalog = Catalog::open(ctx.catalog_dir);
+    const StepReport report = simulate_step(job, catalog, opts);
+    if (args->json) {
+      ctx.out << to_json(report).dump(2) << "\n";
+    } else {
+      print_text_report(report, ctx.out);
+    }
+  });
+}
+
+}  // namespace megasim

@@ -1,0 +1,55 @@
+// `megasim validate [--suite NAME] [--engine des|analytic] [--json]`: predicted against
+// published values for the bundled suites (configs/validation/).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "megasim/calib/validate.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/exec/simulate.hpp"
+#include "megasim/exec/startup.hpp"
+
+namespace megasim {
+
+namespace {
+struct ValidateArgs {
+  std::string suite;
+  std::string engine = "des";
+  bool json = false;
+};
+}  // namespace
+
+void register_validate_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand(
+      "validate", "Compare predictions with MegaScale's published tables (Table 2, Table 3, "
+                  "530B weak scaling, communicator init)");
+  cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init (default: all)");
+  cmd->add_option("--engine", args->engine, "des (default) | analytic");
+  cmd->add_flag("--json", args->json, "print {\"cases\": [...], \"summary\": {...}}");
+  cmd->callback([args, &ctx] {
+    SimulateOptions opts;
+    opts.engine = parse_engine_kind(args->engine);
+    const Catalog catalog = Catalog::open(ctx.catalog_dir);
+    JobRunner runner = [&](const std::string& base, const std::vector<std::string>& sets) {
+      return simulate_step(ctx.load_job(base, sets), catalog, opts);
+    };
+    // MegaScale measured start-up for its 175B plan (TP 8, PP 8) at each GPU count.
+    StartupModel startup = [&catalog](std::int64_t gpus, const std::string& store, bool ordered) {
+      return communicator_startup_for_plan_s(gpus, 8, 8, 1, store, ordered, catalog);
+    };
+    auto progress = [&ctx](const std::string& line) { ctx.err << "validate: " << line << "\n"; };
+    const auto result = run_validation((catalog.root() / "validation").string(), args->suite,
+                                       runner, startup, progress);
+    if (args->json) {
+      ctx.out << to_json(result).dump(2) << "\n";
+    } else {
+      print_validation(result, ctx.out);
+    }
+  });
+}
+
+}  // namespace megasim

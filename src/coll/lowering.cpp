@@ -1,0 +1,301 @@
+// Lowering of collectives into flow steps (see lowering.hpp for the structure modelled).
+#include "megasim/coll/lowering.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "megasim/core/error.hpp"
+
+namespace megasim {
+namespace {
+
+using Blocks = std::vector<std::vector<int>>;
+
+// GPUs grouped by node, nodes in order of first appearance, GPUs in request order.
+Blocks group_by_node(const std::vector<int>& gpus, int gpus_per_node) {
+  Blocks blocks;
+  std::map<int, std::size_t> index;
+  for (int g : gpus) {
+    const int node = g / gpus_per_node;
+    auto [it, fresh] = index.emplace(node, blocks.size());
+    if (fresh) blocks.emplace_back();
+    blocks[it->second].push_back(g);
+  }
+  return blocks;
+}
+
+// Bandwidth of the chosen protocol relative to Simple, from NCCL's model for this very group
+// (LL's 50% and its llMaxBw cap, LL128's 120/128 and per-channel caps): the flow model takes
+// the structure's bandwidth from the fabric and this factor from the tuner.
+double protocol_efficiency(const CollEstimate& e, CollOp op, double size, const CollGroupShape& g,
+                           const ClusterSpec& c, const NcclModel& m) {
+  if (e.proto == NcclProto::Simple || size <= 0 || g.ranks <= 1) return 1.0;
+  const CollEstimate simple = estimate_collective_with(op, size, g, c, m, e.algo, NcclProto::Simple);
+  return std::clamp(e.algbw_Bps / simple.algbw_Bps, 1e-6, 1.0);
+}
+
+// Collects the flows of one phase; inter-node edges are split over the connection's queue
+// pairs and identical flows are merged into a multiplicity at the end.
+class PhaseBuilder {
+ public:
+  // `pf`: protocol efficiency (protocol_efficiency()); `latency_s`: the NCCL latency term.
+  PhaseBuilder(const ClusterSpec& c, const NcclModel& m, double pf, double latency_s)
+      : c_(c), qpc_(std::max(1, c.network.queue_pairs_per_connection)), latency_s_(latency_s) {
+    nvl_div_ = m.nvlink_fraction(c.gpu.architecture_sm) * pf;
+    net_div_ = m.network_fraction(c.network.nic_bandwidth_Bps) * pf;
+  }
+
+  void add(int src, int dst, double payload, int channel) {
+    if (src == dst || payload <= 0) return;
+    const bool inter = src / c_.gpus_per_node != dst / c_.gpus_per_node;
+    if (!inter) {  // NVLink: no queue pairs, one flow
+      flows_.push_back({src, dst, payload / nvl_div_, 0, 1});
+      return;
+    }
+    const double per_qp = payload / net_div_ / qpc_;
+    for (int k = 0; k < qpc_; ++k)
+      flows_.push_back({src, dst, per_qp,
+                        static_cast<std::uint64_t>(channel) * static_cast<std::uint64_t>(qpc_) +
+                            static_cast<std::uint64_t>(k),
+                        1});
+  }
+
+  CollPhase finish() {
+    auto key = [](const FlowStep& f) { return std::tie(f.src_gpu, f.dst_gpu, f.queue_pair, f.wire_bytes); };
+    std::sort(flows_.begin(), flows_.end(), [&](const FlowStep& a, const FlowStep& b) { return key(a) < key(b); });
+    CollPhase phase;
+    phase.latency_s = latency_s_;
+    for (const FlowStep& f : flows_) {
+      if (!phase.flows.empty() && key(phase.flows.back()) == key(f))
+        phase.flows.back().multiplicity += f.multiplicity;
+      else
+        phase.flows.push_back(f);
+    }
+    return phase;
+  }
+
+ private:
+  const ClusterSpec& c_;
+  int qpc_;
+  double latency_s_;
+  double nvl_div_ = 1;
+  double net_div_ = 1;
+  std::vector<FlowStep> flows_;
+};
+
+// One ring pass over `blocks` per channel, every edge carrying `per_edge` payload per channel.
+void add_ring(PhaseBuilder& b, const Blocks& blocks, int channels, double per_edge) {
+  const std::size_t n_nodes = blocks.size();
+  for (int c = 0; c < channels; ++c) {
+    const auto uc = static_cast<std::size_t>(c);
+    for (std::size_t i = 0; i < n_nodes; ++i) {
+      const auto& blk = blocks[i];
+      const std::size_t r = blk.size();
+      const std::size_t a = uc % r;
+      // NVLink cycle inside the node; across nodes its last hop is the PXN hand-off back to
+      // the rail GPU a, which then sends on rail a.
+      if (r > 1)
+        for (std::size_t k = 0; k < r; ++k) b.add(blk[(a + k) % r], blk[(a + k + 1) % r], per_edge, c);
+      if (n_nodes > 1) {
+        const auto& next = blocks[(i + 1) % n_nodes];
+        b.add(blk[a], next[uc % next.size()], per_edge, c);
+      }
+    }
+  }
+}
+
+// NCCL's double binary tree: tree 0 a heap over the node order, tree 1 over the reversed order
+// (so most interior nodes of one are leaves of the other); chains inside nodes.
+void add_tree(PhaseBuilder& b, const Blocks& blocks, int channels, double size) {
+  const int per_tree = std::max(1, channels / 2);
+  const double per = size / 2.0 / per_tree;
+  const std::size_t n = blocks.size();
+  for (int t = 0; t < 2; ++t) {
+    for (int ch = 0; ch < per_tree; ++ch) {
+      const int c = t * per_tree + ch;
+      const auto uc = static_cast<std::size_t>(c);
+      for (const auto& blk : blocks)
+        for (std::size_t k = 0; k + 1 < blk.size(); ++k) {
+          b.add(blk[k + 1], blk[k], per, c);  // reduce toward the head
+          b.add(blk[k], blk[k + 1], per, c);  // broadcast back
+        }
+      auto node_at = [&](std::size_t pos) { return t == 0 ? pos : n - 1 - pos; };
+      for (std::size_t pos = 1; pos < n; ++pos) {
+        const auto& child = blocks[node_at(pos)];
+        const auto& parent = blocks[node_at((pos - 1) / 2)];
+        const int cg = child[uc % child.size()];
+        const int pg = parent[uc % parent.size()];
+        b.add(cg, pg, per, c);
+        b.add(pg, cg, per, c);
+      }
+    }
+  }
+}
+
+double ring_factor(CollOp op, double n) {
+  return op == CollOp::AllReduce ? 2.0 * (n - 1.0) / n : (n - 1.0) / n;
+}
+
+void validate_gpus(const std::vector<int>& gpus, const ClusterSpec& c) {
+  if (gpus.empty()) throw InputError("gpus", "a collective needs at least one GPU");
+  std::set<int> seen;
+  for (int g : gpus) {
+    if (g < 0 || g >= c.num_gpus)
+      throw InputError("gpus", "GPU id " + std::to_string(g) + " outside the cluster's " +
+                                   std::to_string(c.num_gpus) + " GPUs");
+    if (!seen.insert(g).second) throw InputError("gpus", "GPU id " + std::to_string(g) + " listed twice");
+  }
+  if (c.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be >= 1");
+}
+
+}  // namespace
+
+CollGroupShape shape_of(const std::vector<int>& gpus, const ClusterSpec& c) {
+  const Blocks blocks = group_by_node(gpus, std::max(1, c.gpus_per_node));
+  CollGroupShape s;
+  s.nodes = static_cast<int>(blocks.size());
+  for (const auto& b : blocks) s.ranks_per_node = std::max(s.ranks_per_node, static_cast<int>(b.size()));
+  s.ranks = s.ranks_per_node * s.nodes;  // uniform approximation of a ragged group
+  s.same_rail = s.ranks_per_node == 1;
+  for (int g : gpus) s.same_rail = s.same_rail && g % c.gpus_per_node == gpus.front() % c.gpus_per_node;
+  return s;
+}
+
+CollEstimate estimate_request(const CollectiveRequest& req, const ClusterSpec& c, const NcclModel& m) {
+  validate_gpus(req.gpus, c);
+  const int gpn = c.gpus_per_node;
+  const double S = req.size_bytes;
+  if (req.op == CollOp::SendRecv) {
+    if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
+    const int src = req.gpus.front();
+    const int dst = req.gpus.back();
+    const bool cross = src / gpn != dst / gpn;
+    const int t = cross ? std::clamp(req.scatter_gather, 1, gpn) : 1;
+    CollEstimate e = estimate_collective(CollOp::SendRecv, S, CollGroupShape{2 * t, t, cross ? 2 : 1, src % gpn == dst % gpn}, c, m);
+    if (t > 1) {
+      const CollEstimate ag = estimate_collective(CollOp::AllGather, S, CollGroupShape{t, t, 1, false}, c, m);
+      e.time_s += ag.time_s;
+      e.latency_s += ag.latency_s;
+      e.algbw_Bps = S / std::max(1e-300, e.time_s - e.latency_s);
+    }
+    return e;
+  }
+  const CollGroupShape shape = shape_of(req.gpus, c);
+  if (req.op == CollOp::AllReduce && req.algo == CollAlgo::Hierarchical && shape.nodes > 1 &&
+      shape.ranks_per_node > 1) {
+    const int r = shape.ranks_per_node;
+    const CollGroupShape intra{r, r, 1, false};
+    const CollEstimate rs = estimate_collective(CollOp::ReduceScatter, S, intra, c, m);
+    const CollEstimate ar = estimate_collective(CollOp::AllReduce, S / r, CollGroupShape{shape.nodes, 1, shape.nodes, true}, c, m, CollAlgo::Ring);
+    const CollEstimate ag = estimate_collective(CollOp::AllGather, S, intra, c, m);
+    CollEstimate e{CollAlgo::Hierarchical, ar.proto, rs.latency_s + ar.latency_s + ag.latency_s, 0,
+                   rs.time_s + ar.time_s + ag.time_s};
+    e.algbw_Bps = S / std::max(1e-300, e.time_s - e.latency_s);
+    return e;
+  }
+  return estimate_collective(req.op, S, shape, c, m, req.algo);
+}
+
+CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec& c, const NcclModel& m) {
+  validate_gpus(req.gpus, c);
+  if (!(req.size_bytes >= 0)) throw std::invalid_argument("collective size must be >= 0");
+  CollectivePlan plan;
+  const int gpn = c.gpus_per_node;
+  const double S = req.size_bytes;
+
+  if (req.op == CollOp::SendRecv) {
+    if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
+    const int src = req.gpus.front();
+    const int dst = req.gpus.back();
+    const bool cross = src / gpn != dst / gpn;
+    const int t = cross ? std::clamp(req.scatter_gather, 1, gpn) : 1;
+    plan.shape = CollGroupShape{2 * t, t, cross ? 2 : 1, src % gpn == dst % gpn};
+    plan.channels = 1;
+    plan.estimate = estimate_request(req, c, m);
+    const CollEstimate p2p_est = estimate_collective(CollOp::SendRecv, S, plan.shape, c, m);
+    PhaseBuilder p2p(c, m, protocol_efficiency(p2p_est, CollOp::SendRecv, S, plan.shape, c, m), p2p_est.latency_s);
+    std::vector<int> receivers;
+    for (int k = 0; k < t; ++k) {
+      const int s = (src / gpn) * gpn + (src % gpn + k) % gpn;
+      const int d = (dst / gpn) * gpn + (dst % gpn + k) % gpn;
+      receivers.push_back(d);
+      p2p.add(s, d, S / t, 0);
+    }
+    plan.phases.push_back(p2p.finish());
+    if (t > 1) {  // reassemble on the receiving node over NVLink
+      const CollGroupShape ag{t, t, 1, false};
+      const CollEstimate e = estimate_collective(CollOp::AllGather, S, ag, c, m);
+      const int ch = default_channels(ag, c, m);
+      PhaseBuilder gather(c, m, protocol_efficiency(e, CollOp::AllGather, S, ag, c, m), e.latency_s);
+      add_ring(gather, Blocks{receivers}, ch, ring_factor(CollOp::AllGather, t) * S / ch);
+      plan.phases.push_back(gather.finish());
+    }
+    plan.lowered_as = CollAlgo::Ring;
+    return plan;
+  }
+
+  const Blocks blocks = group_by_node(req.gpus, gpn);
+  plan.shape = shape_of(req.gpus, c);
+  plan.channels = req.channels > 0 ? req.channels : default_channels(plan.shape, c, m);
+  plan.estimate = estimate_collective(req.op, S, plan.shape, c, m, req.algo);
+  const double n = static_cast<double>(req.gpus.size());
+  const int C = plan.channels;
+  if (req.gpus.size() == 1 || S == 0) return plan;  // nothing moves
+
+  const double pf = protocol_efficiency(plan.estimate, req.op, S, plan.shape, c, m);
+  if (req.op == CollOp::AllToAll) {
+    PhaseBuilder b(c, m, pf, plan.estimate.latency_s);
+    for (int s : req.gpus)
+      for (int d : req.gpus) b.add(s, d, S / n, 0);
+    plan.phases.push_back(b.finish());
+    plan.lowered_as = CollAlgo::Ring;
+    return plan;
+  }
+
+  const bool hierarchical = req.op == CollOp::AllReduce && req.algo == CollAlgo::Hierarchical &&
+                            plan.shape.nodes > 1 && plan.shape.ranks_per_node > 1;
+  if (hierarchical) {
+    const int r = plan.shape.ranks_per_node;
+    const int N = plan.shape.nodes;
+    for (const auto& blk : blocks)
+      if (static_cast<int>(blk.size()) != r)
+        throw std::invalid_argument("hierarchical all-reduce needs the same number of GPUs on every node");
+    const CollGroupShape intra{r, r, 1, false};
+    const CollGroupShape rail{N, 1, N, true};
+    const int c_intra = default_channels(intra, c, m);
+    const int c_rail = req.channels > 0 ? req.channels : default_channels(rail, c, m);
+    const CollEstimate rs = estimate_collective(CollOp::ReduceScatter, S, intra, c, m);
+    const CollEstimate ar = estimate_collective(CollOp::AllReduce, S / r, rail, c, m, CollAlgo::Ring);
+    const CollEstimate ag = estimate_collective(CollOp::AllGather, S, intra, c, m);
+    PhaseBuilder p1(c, m, protocol_efficiency(rs, CollOp::ReduceScatter, S, intra, c, m), rs.latency_s);
+    for (const auto& blk : blocks) add_ring(p1, Blocks{blk}, c_intra, ring_factor(CollOp::ReduceScatter, r) * S / c_intra);
+    PhaseBuilder p2(c, m, protocol_efficiency(ar, CollOp::AllReduce, S / r, rail, c, m), ar.latency_s);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(r); ++k) {
+      Blocks rail_ring;
+      for (const auto& blk : blocks) rail_ring.push_back({blk[k]});
+      add_ring(p2, rail_ring, c_rail, ring_factor(CollOp::AllReduce, N) * (S / r) / c_rail);
+    }
+    PhaseBuilder p3(c, m, protocol_efficiency(ag, CollOp::AllGather, S, intra, c, m), ag.latency_s);
+    for (const auto& blk : blocks) add_ring(p3, Blocks{blk}, c_intra, ring_factor(CollOp::AllGather, r) * S / c_intra);
+    plan.phases = {p1.finish(), p2.finish(), p3.finish()};
+    plan.estimate = estimate_request(req, c, m);
+    plan.lowered_as = CollAlgo::Hierarchical;
+    return plan;
+  }
+
+  PhaseBuilder b(c, m, pf, plan.estimate.latency_s);
+  if (plan.estimate.algo == CollAlgo::Tree) {
+    add_tree(b, blocks, C, S);
+    plan.lowered_as = CollAlgo::Tree;
+  } else {
+    add_ring(b, blocks, C, ring_factor(req.op, n) * S / C);
+    plan.lowered_as = CollAlgo::Ring;
+  }
+  plan.phases.push_back(b.finish());
+  return plan;
+}
+
+}  // namespace megasim

@@ -1,0 +1,155 @@
+// Top level of a job config and its parallel / training / system sections.
+#include <array>
+
+#include "config/json_reader.hpp"
+#include "config/parse_parts.hpp"
+#include "config/sections.hpp"
+#include "megasim/config/load.hpp"
+
+namespace megasim::config_detail {
+
+namespace {
+
+// Parallel sizes above this are far beyond any cluster and would overflow products of sizes.
+constexpr std::int64_t kMaxParallel = 1 << 20;
+
+constexpr std::array<EnumName<PlacementOrder>, 2> kPlacements{{{"dp-first", PlacementOrder::DpFirst},
+                                                              {"pp-first", PlacementOrder::PpFirst}}};
+constexpr std::array<EnumName<Recompute>, 3> kRecompute{{{"none", Recompute::None},
+                                                        {"selective", Recompute::Selective},
+                                                        {"full", Recompute::Full}}};
+constexpr std::array<EnumName<Precision>, 3> kPrecisions{{{"bf16", Precision::Bf16},
+                                                         {"fp16", Precision::Fp16},
+                                                         {"fp8", Precision::Fp8}}};
+constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
+                                                         {"adamw", Optimizer::Adam},
+                                                         {"lamb", Optimizer::Lamb}}};
+constexpr std::array<EnumName<std::string_view>, 3> kAttentionKernels{{{"unfused", "unfused"},
+                                                                      {"flash-v1", "flash-v1"},
+                                                                      {"flash-v2", "flash-v2"}}};
+constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpstore"}, {"redis", "redis"}}};
+
+int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
+
+// Every SystemSpec member, read from one object (a preset file or the job's overrides).
+void read_system_fields(ObjectReader& r, SystemSpec& s) {
+  auto flag = [&r](std::string_view key, bool& field) {
+    if (const auto b = r.bool_opt(key)) field = *b;
+  };
+  flag("tp_overlap", s.tp_overlap);
+  s.tp_overlap_chunks = small_int(r.int_opt("tp_overlap_chunks", 1, 1024), s.tp_overlap_chunks);
+  flag("pp_overlap", s.pp_overlap);
+  flag("dp_overlap", s.dp_overlap);
+  flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
+  flag("fused_kernels", s.fused_kernels);
+  if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) s.attention_kernel = *k;
+  flag("async_data_preprocessing", s.async_data_preprocessing);
+  flag("data_loader_per_node", s.data_loader_per_node);
+  flag("gc_stragglers_fixed", s.gc_stragglers_fixed);
+  s.straggler_host_fraction = r.number_opt("straggler_host_fraction", 0.0, 1.0).value_or(s.straggler_host_fraction);
+  s.straggler_slowdown = r.number_opt("straggler_slowdown", 0.0, 100.0).value_or(s.straggler_slowdown);
+  if (const auto st = r.enum_opt("comm_init_store", kStores)) s.comm_init_store = *st;
+  flag("comm_init_ordered", s.comm_init_ordered);
+  flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);
+}
+
+}  // namespace
+
+ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path) {
+  ObjectReader r(v, path);
+  ParallelInput in;
+  ParallelSpec& p = in.spec;
+  p.tensor_model_parallel_size = small_int(r.int_opt("tensor_model_parallel_size", 1, kMaxParallel), 1);
+  p.pipeline_model_parallel_size = small_int(r.int_opt("pipeline_model_parallel_size", 1, kMaxParallel), 1);
+  // Megatron writes "no interleaving" as null; so may we.
+  p.virtual_pipeline_model_parallel_size =
+      small_int(r.int_opt("virtual_pipeline_model_parallel_size", 1, kMaxParallel), 1);
+  p.context_parallel_size = small_int(r.int_opt("context_parallel_size", 1, kMaxParallel), 1);
+  in.sequence_parallel = r.bool_opt("sequence_parallel");
+  p.zero_stage = small_int(r.int_opt("zero_stage", 0, 3), p.zero_stage);
+  if (const auto f = r.int_opt("decoder_first_pipeline_num_layers", 1, kMaxInt)) {
+    p.decoder_first_pipeline_num_layers = static_cast<int>(*f);
+  }
+  if (const auto l = r.int_opt("decoder_last_pipeline_num_layers", 1, kMaxInt)) {
+    p.decoder_last_pipeline_num_layers = static_cast<int>(*l);
+  }
+  p.placement = r.enum_opt("placement", kPlacements).value_or(p.placement);
+  in.data_parallel_size = r.int_opt("data_parallel_size", 1, kMaxInt);
+  r.finish();
+  return in;
+}
+
+TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
+  ObjectReader r(v, path);
+  TrainingSpec t;
+  t.seq_length = r.int_req("seq_length", 1, kMaxInt);
+  t.global_batch_size = r.int_req("global_batch_size", 1, kMaxInt);
+  t.micro_batch_size = r.int_opt("micro_batch_size", 1, kMaxInt).value_or(1);
+  t.recompute = r.enum_opt("recompute", kRecompute).value_or(t.recompute);
+  t.precision = r.enum_opt("precision", kPrecisions).value_or(t.precision);
+  t.optimizer = r.enum_opt("optimizer", kOptimizers).value_or(t.optimizer);
+  if (const auto tokens = r.number_opt("train_tokens", 0.0, 1e30)) {
+    if (!(*tokens > 0)) throw InputError(r.path_of("train_tokens"), "must be positive");
+    t.train_tokens = *tokens;
+  }
+  r.finish();
+  return t;
+}
+
+SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog) {
+  ObjectReader r(v, path);
+  SystemSpec s;
+  s.preset = r.string_opt("preset").value_or(s.preset);
+  const nlohmann::json preset = catalog.entry("systems", s.preset, r.path_of("preset"));
+  {
+    // Errors inside a preset file name the file, not the user's config.
+    ObjectReader pr(preset, "systems/" + s.preset + ".json");
+    if (const auto self = pr.string_opt("preset"); self && *self != s.preset) {
+      throw InputError(pr.path_of("preset"), "names \"" + *self + "\" but the file is \"" + s.preset + "\"");
+    }
+    pr.allow("name");
+    read_system_fields(pr, s);
+    pr.finish();
+  }
+  read_system_fields(r, s);
+  r.finish();
+  return s;
+}
+
+}  // namespace megasim::config_detail
+
+namespace megasim {
+
+JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir) {
+  using namespace config_detail;
+  ObjectReader r(config, "");
+  JobSpec job;
+  job.name = r.string_opt("name").value_or("");
+  job.seed = static_cast<std::uint64_t>(r.int_opt("seed", 0, INT64_MAX).value_or(1));
+
+  const auto model = resolve_section(r.require("model"), "models", "model", catalog, base_dir);
+  job.model = parse_model(model.value, "model", model.name);
+
+  const auto cluster = resolve_section(r.require("cluster"), "clusters", "cluster", catalog, base_dir);
+  job.cluster = parse_cluster(cluster.value, "cluster", catalog, base_dir, cluster.name);
+
+  const nlohmann::json* par = r.raw("parallel");
+  const auto parallel = resolve_section(par != nullptr && !par->is_null() ? *par : nlohmann::json::object(),
+                                        "", "parallel", catalog, base_dir);
+  const ParallelInput pin = parse_parallel(parallel.value, "parallel");
+  job.parallel = pin.spec;
+
+  const auto training = resolve_section(r.require("training"), "", "training", catalog, base_dir);
+  job.training = parse_training(training.value, "training");
+
+  const nlohmann::json* sys = r.raw("system");
+  const auto system = resolve_section(sys != nullptr && !sys->is_null() ? *sys : nlohmann::json::object(),
+                                      "systems", "system", catalog, base_dir);
+  job.system = parse_system(system.value, "system", catalog);
+  r.finish();
+
+  validate_and_derive(job, pin);
+  return job;
+}
+
+}  // namespace megasim

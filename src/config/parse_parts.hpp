@@ -1,0 +1,39 @@
+#pragma once
+// Per-section parsers (private to the config module). Each takes the already-resolved JSON of
+// its section and the section's JSON path, checks every key, and fills its spec with defaults.
+// Checks that involve more than one section live in validate.cpp.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/config/specs.hpp"
+
+namespace megasim::config_detail {
+
+// Native keys (A2) or a Hugging Face config.json (detected by model_type/architectures/torch_dtype).
+ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const std::string& default_name);
+
+// `dir` resolves a relative "gpu" file path.
+ClusterSpec parse_cluster(const nlohmann::json& v, const std::string& path, const Catalog& catalog,
+                          const std::filesystem::path& dir, const std::string& default_name);
+
+struct ParallelInput {
+  ParallelSpec spec;
+  std::optional<bool> sequence_parallel;      // as written; default derived from TP
+  std::optional<std::int64_t> data_parallel_size;  // as written; must match the derived one
+};
+ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path);
+
+TrainingSpec parse_training(const nlohmann::json& v, const std::string& path);
+
+// {"preset": name, ...overrides}; the preset is configs/systems/<name>.json.
+SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog);
+
+// Cross-section rules (divisibility, placement) and derived fields (data_parallel_size,
+// sequence_parallel default).
+void validate_and_derive(JobSpec& job, const ParallelInput& parallel);
+
+}  // namespace megasim::config_detail

@@ -1,0 +1,76 @@
+// Names used in reports and errors; they match the strings accepted in configs (DESIGN.md A2).
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+const char* to_string(Activation v) {
+  switch (v) {
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluNew: return "gelu_new";
+    case Activation::Silu: return "silu";
+    case Activation::Relu: return "relu";
+  }
+  return "?";
+}
+
+const char* to_string(Norm v) {
+  switch (v) {
+    case Norm::LayerNorm: return "layernorm";
+    case Norm::RmsNorm: return "rmsnorm";
+  }
+  return "?";
+}
+
+const char* to_string(Precision v) {
+  switch (v) {
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp16: return "fp16";
+    case Precision::Fp8: return "fp8";
+  }
+  return "?";
+}
+
+const char* to_string(Recompute v) {
+  switch (v) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(Optimizer v) {
+  switch (v) {
+    case Optimizer::Adam: return "adam";
+    case Optimizer::Lamb: return "lamb";
+  }
+  return "?";
+}
+
+const char* to_string(Topology v) {
+  switch (v) {
+    case Topology::RailOptimizedClos: return "rail-optimized-clos";
+    case Topology::FatTree: return "fat-tree";
+    case Topology::RailOnly: return "rail-only";
+  }
+  return "?";
+}
+
+const char* to_string(Routing v) {
+  switch (v) {
+    case Routing::Ecmp: return "ecmp";
+    case Routing::IdealSpray: return "ideal-spray";
+    case Routing::SinglePath: return "single-path";
+  }
+  return "?";
+}
+
+const char* to_string(PlacementOrder v) {
+  switch (v) {
+    case PlacementOrder::DpFirst: return "dp-first";
+    case PlacementOrder::PpFirst: return "pp-first";
+  }
+  return "?";
+}
+
+}  // namespace megasim

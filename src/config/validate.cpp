@@ -1,0 +1,153 @@
+// Rules that tie sections together: the parallel plan must tile the cluster, the model and the
+// batch. Each rule follows Megatron-LM's own argument checks so that a config megasim accepts is
+// one Megatron would run. Memory fit is deliberately not checked here (the planner reports it).
+#include <string>
+
+#include "config/parse_parts.hpp"
+#include "megasim/core/error.hpp"
+
+namespace megasim::config_detail {
+
+namespace {
+
+std::string s(std::int64_t v) { return std::to_string(v); }
+
+void check_cluster_shape(const JobSpec& job) {
+  const auto& c = job.cluster;
+  const auto& p = job.parallel;
+  if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
+    throw InputError("cluster.num_gpus", s(c.num_gpus) + " GPUs is not a whole number of " +
+                                             s(c.gpus_per_node) + "-GPU nodes");
+  }
+  if (p.tensor_model_parallel_size > c.gpus_per_node) {
+    throw InputError("parallel.tensor_model_parallel_size",
+                     "TP " + s(p.tensor_model_parallel_size) + " exceeds gpus_per_node " + s(c.gpus_per_node) +
+                         " (tensor parallelism must stay inside one NVLink node)");
+  }
+  const std::int64_t model_gpus = static_cast<std::int64_t>(p.tensor_model_parallel_size) *
+                                  p.pipeline_model_parallel_size * p.context_parallel_size;
+  if (c.num_gpus % model_gpus != 0) {
+    throw InputError("cluster.num_gpus", s(c.num_gpus) + " GPUs is not divisible by TP*PP*CP = " +
+                                             s(p.tensor_model_parallel_size) + "*" +
+                                             s(p.pipeline_model_parallel_size) + "*" +
+                                             s(p.context_parallel_size) + " = " + s(model_gpus));
+  }
+}
+
+void check_heads(const JobSpec& job) {
+  const int tp = job.parallel.tensor_model_parallel_size;
+  if (job.model.num_attention_heads % tp != 0) {
+    throw InputError("parallel.tensor_model_parallel_size",
+                     "TP " + s(tp) + " does not divide num_attention_heads " + s(job.model.num_attention_heads));
+  }
+  if (job.model.num_key_value_heads % tp != 0) {
+    throw InputError("parallel.tensor_model_parallel_size",
+                     "TP " + s(tp) + " does not divide num_key_value_heads " + s(job.model.num_key_value_heads) +
+                         " (Megatron shards whole query groups)");
+  }
+}
+
+// Layers per pipeline stage, Megatron-Core style: optional explicit first/last stage counts,
+// the remainder split evenly over the middle stages; with interleaving each stage's layers are
+// cut into VPP equal model chunks.
+void check_layers(const JobSpec& job) {
+  const auto& p = job.parallel;
+  const std::int64_t layers = job.model.num_hidden_layers;
+  const int pp = p.pipeline_model_parallel_size;
+  const int vpp = p.virtual_pipeline_model_parallel_size;
+  if (vpp > 1 && pp == 1) {
+    throw InputError("parallel.virtual_pipeline_model_parallel_size",
+                     "interleaving (VPP " + s(vpp) + ") needs pipeline_model_parallel_size > 1");
+  }
+  const auto& first = p.decoder_first_pipeline_num_layers;
+  const auto& last = p.decoder_last_pipeline_num_layers;
+  if (!first && !last) {
+    if (layers % pp != 0) {
+      throw InputError("parallel.pipeline_model_parallel_size",
+                       "num_hidden_layers " + s(layers) + " does not split evenly over PP " + s(pp) + " stages");
+    }
+    if ((layers / pp) % vpp != 0) {
+      throw InputError("parallel.virtual_pipeline_model_parallel_size",
+                       s(layers / pp) + " layers per pipeline stage do not split into VPP " + s(vpp) +
+                           " equal model chunks (the interleaved schedule needs layers per stage divisible by VPP)");
+    }
+    return;
+  }
+  const std::string where = first ? "parallel.decoder_first_pipeline_num_layers"
+                                  : "parallel.decoder_last_pipeline_num_layers";
+  const int fixed_stages = (first ? 1 : 0) + (last ? 1 : 0);
+  if (pp < 2) {
+    throw InputError(where, "an uneven first/last stage needs more pipeline stages (PP is " + s(pp) + ")");
+  }
+  const std::int64_t rest = layers - first.value_or(0) - last.value_or(0);
+  const int middle = pp - fixed_stages;
+  if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && (rest == 0 || rest % middle != 0))) {
+    throw InputError(where, "the remaining " + s(rest) + " of " + s(layers) + " layers must split evenly (and "
+                            "non-empty) over the " + s(middle) + " middle pipeline stages");
+  }
+  for (const auto& [count, path] : {std::pair{first, "parallel.decoder_first_pipeline_num_layers"},
+                                    std::pair{last, "parallel.decoder_last_pipeline_num_layers"}}) {
+    if (count && *count % vpp != 0) {
+      throw InputError(path, s(*count) + " layers do not split into VPP " + s(vpp) + " equal model chunks");
+    }
+  }
+  if (middle > 0 && (rest / middle) % vpp != 0) {
+    throw InputError("parallel.virtual_pipeline_model_parallel_size",
+                     s(rest / middle) + " layers per middle stage do not split into VPP " + s(vpp) + " model chunks");
+  }
+}
+
+void check_batch(const JobSpec& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  const std::int64_t per_step = t.micro_batch_size * p.data_parallel_size;
+  if (t.global_batch_size % per_step != 0) {
+    throw InputError("training.global_batch_size",
+                     "global_batch_size " + s(t.global_batch_size) + " is not divisible by micro_batch_size * DP = " +
+                         s(t.micro_batch_size) + "*" + s(p.data_parallel_size) + " = " + s(per_step));
+  }
+  const std::int64_t m = t.global_batch_size / per_step;
+  if (p.virtual_pipeline_model_parallel_size > 1 && m % p.pipeline_model_parallel_size != 0) {
+    throw InputError("training.global_batch_size",
+                     "the interleaved schedule (VPP " + s(p.virtual_pipeline_model_parallel_size) +
+                         ") needs micro-batches per pipeline (" + s(m) + ") divisible by PP " +
+                         s(p.pipeline_model_parallel_size) + " (Megatron's rule)");
+  }
+  const int cp = p.context_parallel_size;
+  if (cp > 1 && t.seq_length % (2 * cp) != 0) {
+    throw InputError("training.seq_length",
+                     "seq_length " + s(t.seq_length) + " is not divisible by 2*CP = " + s(2 * cp) +
+                         " (context parallelism splits each sequence into 2*CP chunks for causal load balance)");
+  }
+  const int tp = p.tensor_model_parallel_size;
+  if (p.sequence_parallel && (t.seq_length / cp) % tp != 0) {
+    throw InputError("training.seq_length",
+                     "with sequence_parallel each rank's " + s(t.seq_length / cp) +
+                         " tokens must be divisible by TP " + s(tp));
+  }
+}
+
+}  // namespace
+
+void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
+  auto& p = job.parallel;
+  // Megatron turns sequence parallelism off (with a warning) when TP is 1: nothing to shard.
+  p.sequence_parallel = parallel.sequence_parallel.value_or(true) && p.tensor_model_parallel_size > 1;
+  check_cluster_shape(job);
+  p.data_parallel_size = job.cluster.num_gpus / (static_cast<std::int64_t>(p.tensor_model_parallel_size) *
+                                                 p.pipeline_model_parallel_size * p.context_parallel_size);
+  if (parallel.data_parallel_size && *parallel.data_parallel_size != p.data_parallel_size) {
+    throw InputError("parallel.data_parallel_size",
+                     "is derived as num_gpus/(TP*PP*CP) = " + s(p.data_parallel_size) + ", but " +
+                         s(*parallel.data_parallel_size) + " was given");
+  }
+  check_heads(job);
+  check_layers(job);
+  check_batch(job);
+  if (job.training.precision == Precision::Fp8 && !(job.cluster.gpu.peak_fp8_flops > 0)) {
+    throw InputError("training.precision",
+                     "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
+  }
+}
+
+}  // namespace megasim::config_detail

@@ -1,0 +1,121 @@
+// Where the step's time goes, read off the critical rank's compute-stream timeline.
+//
+// Every instant of [0, step end] on the critical stage's compute stream is either a task
+// (its compute, exposed TP/CP, launch/straggler "other", data loading, optimizer, DP
+// contention slow-down) or a gap before a task. A gap is blamed on the dependency that
+// arrived last: a pipeline transfer makes the part of the gap during which the transfer was
+// on the wire exposed PP time and the rest (waiting for the producing stage) pipeline bubble;
+// a DP collective makes it exposed DP time; another stage's compute (fill/drain, or the
+// gradient-norm barrier before the optimizer) makes it bubble. The parts add up to the step.
+#include <algorithm>
+
+#include "des_ecmp.hpp"
+#include "des_report.hpp"
+
+namespace megasim {
+
+namespace {
+
+struct Critical {
+  int replica = 0;
+  int stage = 0;
+  double end_s = 0;
+};
+
+Critical find_critical(const DesExecutor& ex) {
+  const StepGraph& g = ex.graph();
+  Critical best;
+  double best_busy = -1;
+  for (int r = 0; r < ex.replicas(); ++r) {
+    for (int s = 0; s < g.stages; ++s) {
+      const auto& ord = g.compute_order[static_cast<std::size_t>(s)];
+      const double end = ex.timing(r, ord.back()).end_s;
+      double busy = 0;
+      for (TaskIndex t : ord) busy += ex.timing(r, t).end_s - ex.timing(r, t).start_s;
+      // Latest end wins; among equal ends (the optimizer barrier) the busiest stage.
+      if (end > best.end_s + 1e-15 || (end >= best.end_s - 1e-15 && busy > best_busy + 1e-15)) {
+        best = {r, s, end};
+        best_busy = busy;
+      }
+    }
+  }
+  return best;
+}
+
+void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, double prev_end_s,
+                   StepBreakdown& b) {
+  const StepGraph& g = ex.graph();
+  TaskIndex binding = t;
+  double latest = -1;
+  for (TaskIndex d : g.tasks[t].deps) {
+    if (ex.timing(r, d).end_s > latest) {
+      latest = ex.timing(r, d).end_s;
+      binding = d;
+    }
+  }
+  if (binding == t) {  // nothing but the stream: cannot happen with a gap; count as other
+    b.other_s += gap_s;
+    return;
+  }
+  const StepTask& dep = g.tasks[binding];
+  if (dep.kind == TaskKind::PpTransfer) {
+    const TaskTiming& x = ex.timing(r, binding);
+    const double wire_s = std::max(0.0, x.end_s - std::max(x.start_s, prev_end_s));
+    const double pp = std::min(gap_s, wire_s);
+    b.exposed_pp_comm_s += pp;
+    b.pipeline_bubble_s += gap_s - pp;
+  } else if (is_dp_collective(dep.kind)) {
+    b.exposed_dp_comm_s += gap_s;
+  } else {
+    b.pipeline_bubble_s += gap_s;
+  }
+}
+
+}  // namespace
+
+StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
+  const StepGraph& g = ex.graph();
+  const Critical crit = find_critical(ex);
+  StepReport rep;
+  rep.engine = "des";
+  StepBreakdown& b = rep.breakdown;
+  double prev_end = 0;
+  for (TaskIndex t : g.compute_order[static_cast<std::size_t>(crit.stage)]) {
+    const TaskTiming& tm = ex.timing(crit.replica, t);
+    const double gap = tm.start_s - prev_end;
+    if (gap > 0) attribute_gap(ex, crit.replica, t, gap, prev_end, b);
+    const StepTask& task = g.tasks[t];
+    b.compute_s += task.compute_s;
+    b.exposed_tp_comm_s += task.tp_exposed_s;
+    b.exposed_cp_comm_s += task.cp_exposed_s;
+    b.other_s += task.other_s;
+    b.exposed_dp_comm_s += tm.slowdown_s;
+    if (task.kind == TaskKind::DataLoad) b.data_loading_s += task.fixed_s;
+    if (task.kind == TaskKind::Optimizer) b.optimizer_s += task.fixed_s;
+    prev_end = tm.end_s;
+  }
+  rep.step_time_s = crit.end_s;
+  // Integer-picosecond rounding of many task ends: put the residue (< 1 ns) in "other".
+  b.other_s += rep.step_time_s - b.total_s();
+
+  const FlowNetwork& net = ex.network();
+  const auto& caps = ex.fabric().link_capacity_Bps();
+  for (const auto& [link, bytes] : net.busiest_links(options.busiest_links)) {
+    LinkLoad ll;
+    ll.link = ex.fabric().link_name(link);
+    ll.bytes = bytes;
+    ll.utilization = rep.step_time_s > 0 ? bytes / (caps[link] * rep.step_time_s) : 0.0;
+    rep.busiest_links.push_back(ll);
+  }
+  const DesEcmpSummary ecmp = des_ecmp_summary(ex.router(), ex.dp_flow_keys());
+  if (ecmp.valid) {
+    EcmpStats e;
+    e.max_flows_per_uplink = ecmp.max_flows_per_uplink;
+    e.mean_flows_per_uplink = ecmp.mean_flows_per_uplink;
+    e.time_inflation_vs_ideal = ecmp.time_inflation_vs_ideal;
+    rep.ecmp = e;
+  }
+  return rep;
+}
+
+}  // namespace megasim

@@ -1,0 +1,32 @@
+#include "des_ecmp.hpp"
+
+#include <algorithm>
+
+#include "megasim/net/ecmp_stats.hpp"
+
+namespace megasim {
+
+// The time of a bandwidth-bound collective scales with its most loaded link, so the ratio of
+// the busiest uplink's flow count under ECMP to the same under ideal spray is the static
+// estimate of how much longer hashing makes the DP collectives.
+DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowKey>& flows) {
+  DesEcmpSummary out;
+  if (flows.empty()) return out;
+  std::vector<FlowKey> keys;
+  keys.reserve(flows.size());
+  for (const auto& f : flows) keys.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
+  const EcmpStats st = ecmp_collision_stats(router, keys);
+  for (const auto& tier : st.tiers) {
+    if (tier.total_load <= 0) continue;
+    if (!out.valid || tier.max_load > out.max_flows_per_uplink) {
+      out.valid = true;
+      out.max_flows_per_uplink = tier.max_load;
+      out.mean_flows_per_uplink = tier.mean_load;
+      out.time_inflation_vs_ideal =
+          tier.spray_max_load > 0 ? std::max(1.0, tier.max_load / tier.spray_max_load) : 1.0;
+    }
+  }
+  return out;
+}
+
+}  // namespace megasim

@@ -1,0 +1,26 @@
+#pragma once
+// Private: ECMP collision summary of the DP collectives' flows. Kept in its own translation
+// unit because net/ecmp_stats.hpp and report/step_report.hpp both declare a megasim::EcmpStats.
+#include <cstdint>
+#include <vector>
+
+#include "megasim/net/router.hpp"
+
+namespace megasim {
+
+struct DesFlowKey {
+  int src_gpu = 0;
+  int dst_gpu = 0;
+  std::uint64_t queue_pair = 0;
+};
+
+struct DesEcmpSummary {
+  bool valid = false;                 // false when no flow crosses a switch-to-switch link
+  double max_flows_per_uplink = 0;    // busiest switch tier
+  double mean_flows_per_uplink = 0;
+  double time_inflation_vs_ideal = 1; // max load under the policy / max load with ideal spray
+};
+
+DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowKey>& flows);
+
+}  // namespace megasim

@@ -1,0 +1,253 @@
+// Runs a step's task graph on the engine (see exec/des_step.hpp for the model).
+#include "des_executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace megasim {
+
+DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepGraph& graph,
+                         const Fabric& fabric, const NcclModel& nccl, const DesOptions& options)
+    : job_(job),
+      costs_(costs),
+      graph_(graph),
+      fabric_(fabric),
+      nccl_(nccl),
+      opts_(options),
+      placement_(job.parallel, job.cluster),
+      router_(fabric, job.cluster.network.routing, job.cluster.network.ecmp_seed) {
+  network_ = std::make_unique<FlowNetwork>(engine_, fabric.link_capacity_Bps());
+  runner_ = std::make_unique<CollectiveRunner>(engine_, *network_, router_, fabric_, nccl_);
+  replicas_ = options.full ? static_cast<int>(placement_.dp()) : 1;
+  // Folded runs mirror the pipeline transfers of a deterministic, evenly spaced sample of DP
+  // replicas (all of them when DP is small): enough to load every ToR set's uplinks the way
+  // the whole job does, without launching DP x TP flows per transfer (4.7 M flows at 12,288
+  // GPUs, 30+ s). `full` mirrors nothing and simulates every replica instead.
+  const std::int64_t dp = placement_.dp();
+  const std::int64_t sample = std::min<std::int64_t>(dp, std::max(1, options.mirrored_replicas));
+  for (std::int64_t i = 0; i < sample; ++i) mirrored_.push_back(i * dp / sample);
+
+  const std::size_t n = graph_.tasks.size();
+  dependents_.assign(n, {});
+  dep_count_.assign(n, 0);
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : graph_.tasks[t].deps) {
+      dependents_[d].push_back(t);
+      ++dep_count_[t];
+    }
+  }
+  auto chain = [&](const std::vector<std::vector<TaskIndex>>& orders) {
+    for (const auto& ord : orders)
+      for (std::size_t i = 1; i < ord.size(); ++i) {
+        dependents_[ord[i - 1]].push_back(ord[i]);
+        ++dep_count_[ord[i]];
+      }
+  };
+  chain(graph_.compute_order);
+  chain(graph_.dp_order);
+  total_ = n * static_cast<std::size_t>(replicas_);
+  inst_.assign(total_, {});
+  timing_.assign(total_, {});
+  collective_ready_count_.assign(n, 0);
+  dp_active_.assign(static_cast<std::size_t>(replicas_) * static_cast<std::size_t>(graph_.stages), 0);
+
+  // Sampling period of the trace's link counters: ~200 samples over a rough step estimate.
+  if (!opts_.trace_path.empty()) {
+    double est = costs_.data_loading_s + costs_.optimizer_s;
+    for (const auto& ch : costs_.chunks.front())
+      est += static_cast<double>(costs_.micro_batches + costs_.pp) * (ch.fwd_s() + ch.bwd_s());
+    sample_period_s_ = std::max(est / 200.0, 1e-6);
+  }
+}
+
+DesExecutor::~DesExecutor() = default;
+
+void DesExecutor::run() {
+  wall_start_ = last_progress_ = std::chrono::steady_clock::now();
+  for (int r = 0; r < replicas_; ++r) {
+    for (TaskIndex t = 0; t < graph_.tasks.size(); ++t) {
+      Instance& in = inst_[idx(r, t)];
+      in.waiting = dep_count_[t];
+      in.task = engine_.begin_task((replicas_ > 1 ? "replica " + std::to_string(r) + " " : std::string()) +
+                                   graph_.describe(t));
+    }
+  }
+  // Start every task without dependencies, in index order (deterministic).
+  for (int r = 0; r < replicas_; ++r)
+    for (TaskIndex t = 0; t < graph_.tasks.size(); ++t)
+      if (inst_[idx(r, t)].waiting == 0) start(r, t);
+  if (sample_period_s_ > 0) engine_.schedule_at(SimTime::from_ps(0), [this] { sample_links(); });
+  engine_.run();
+  engine_.require_all_finished();
+}
+
+void DesExecutor::start(int r, TaskIndex t) {
+  timing_[idx(r, t)].start_s = engine_.now().seconds();
+  switch (graph_.tasks[t].stream) {
+    case TaskStream::Compute: start_compute(r, t); break;
+    case TaskStream::Network: start_transfer(r, t); break;
+    case TaskStream::DpComm: collective_ready(r, t); break;
+  }
+}
+
+void DesExecutor::finish(int r, TaskIndex t) {
+  timing_[idx(r, t)].end_s = engine_.now().seconds();
+  engine_.end_task(inst_[idx(r, t)].task);
+  ++finished_;
+  if ((finished_ & 1023U) == 0) report_progress();
+  for (TaskIndex u : dependents_[t]) {
+    if (--inst_[idx(r, u)].waiting == 0) start(r, u);
+  }
+}
+
+void DesExecutor::start_compute(int r, TaskIndex t) {
+  const StepTask& task = graph_.tasks[t];
+  double dur = task.duration_s();
+  // Communication kernels running beside compute share SMs and HBM bandwidth.
+  const int active = dp_active_[static_cast<std::size_t>(r * graph_.stages + task.stage)];
+  if (active > 0 && task.compute_s > 0) {
+    const double extra = task.compute_s * costs_.dp_overlap_compute_slowdown;
+    timing_[idx(r, t)].slowdown_s = extra;
+    dur += extra;
+  }
+  engine_.schedule_after(SimTime::from_seconds(dur), [this, r, t] { finish(r, t); });
+}
+
+// Flows of one representative transfer from src_stage to dst_stage for DP replica `dp`:
+// with scatter-gather (p2p_nics = k > 1) the TP group's message is split over the first k
+// TP GPUs' rails; otherwise every TP GPU sends its own p2p_bytes on its own NIC. Every CP
+// rank does the same. Each connection is split over the configured queue pairs.
+const std::vector<DesExecutor::FlowTemplate>& DesExecutor::transfer_flows(int src_stage, int dst_stage,
+                                                                           std::int64_t dp) {
+  const auto key = std::make_tuple(src_stage, dst_stage, dp);
+  auto it = transfer_cache_.find(key);
+  if (it != transfer_cache_.end()) return it->second;
+  std::vector<FlowTemplate> flows;
+  const int tp = placement_.tp();
+  const int k = costs_.p2p_nics > 1 ? std::min(costs_.p2p_nics, tp) : tp;
+  const double share = costs_.p2p_nics > 1 ? 1.0 / k : 1.0;
+  const int qps = std::max(1, job_.cluster.network.queue_pairs_per_connection);
+  const double nic_lat = job_.cluster.network.nic_latency_s;
+  for (int c = 0; c < placement_.cp(); ++c) {
+    for (int j = 0; j < k; ++j) {
+      const int src = placement_.gpu_of({j, c, dp, src_stage});
+      const int dst = placement_.gpu_of({j, c, dp, dst_stage});
+      const bool inter = fabric_.node_of_gpu(src) != fabric_.node_of_gpu(dst);
+      for (int q = 0; q < qps; ++q) {
+        for (const WeightedPath& wp : router_.paths(src, dst, static_cast<std::uint64_t>(q))) {
+          flows.push_back({wp.links, share * wp.weight / qps, wp.latency_s + (inter ? nic_lat : 0.0)});
+        }
+      }
+    }
+  }
+  return transfer_cache_.emplace(key, std::move(flows)).first->second;
+}
+
+void DesExecutor::start_transfer(int r, TaskIndex t) {
+  const StepTask& task = graph_.tasks[t];
+  if (task.bytes <= 0) {
+    engine_.schedule_after(SimTime::from_ps(0), [this, r, t] { finish(r, t); });
+    return;
+  }
+  // Folded: one representative launches the flows of every DP replica and completes with
+  // the slowest; full: each replica launches only its own.
+  std::size_t count = 0;
+  const std::vector<std::int64_t> own{r};
+  for (const std::int64_t d : replicas_ > 1 ? own : mirrored_) {
+    for (const FlowTemplate& f : transfer_flows(task.stage, task.peer_stage, d)) {
+      FlowRequest req;
+      req.path = f.path;
+      req.bytes = task.bytes * f.bytes;
+      req.latency_s = f.latency_s;
+      req.on_complete = [this, r, t] {
+        if (--inst_[idx(r, t)].pending == 0) finish(r, t);
+      };
+      ++count;
+      ++inst_[idx(r, t)].pending;
+      network_->start_flow(std::move(req));
+    }
+  }
+  if (count == 0) engine_.schedule_after(SimTime::from_ps(0), [this, r, t] { finish(r, t); });
+}
+
+// One lowered plan per DP group of the stage (one per TP/CP rank), cached by size.
+const std::vector<CollectivePlan>& DesExecutor::collective_plans(TaskIndex t) {
+  const StepTask& task = graph_.tasks[t];
+  const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);
+  auto it = plan_cache_.find(key);
+  if (it != plan_cache_.end()) return it->second;
+  std::vector<CollectivePlan> plans;
+  for (int c = 0; c < placement_.cp(); ++c) {
+    for (int j = 0; j < placement_.tp(); ++j) {
+      CollectiveRequest req;
+      req.op = task.kind == TaskKind::DpAllReduce   ? CollOp::AllReduce
+               : task.kind == TaskKind::DpAllGather ? CollOp::AllGather
+                                                    : CollOp::ReduceScatter;
+      req.size_bytes = task.bytes;
+      for (std::int64_t d = 0; d < placement_.dp(); ++d) req.gpus.push_back(placement_.gpu_of({j, c, d, task.stage}));
+      plans.push_back(lower_collective(req, fabric_.cluster(), nccl_));
+      if (task.stage == 0 && dp_keys_.size() < 200000) {
+        for (const auto& ph : plans.back().phases)
+          for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
+      }
+    }
+  }
+  return plan_cache_.emplace(key, std::move(plans)).first->second;
+}
+
+void DesExecutor::collective_ready(int r, TaskIndex t) {
+  // A collective starts once every member has posted it (all replicas in full mode).
+  if (++collective_ready_count_[t] < replicas_) return;
+  const StepTask& task = graph_.tasks[t];
+  const auto& plans = collective_plans(t);
+  for (int q = 0; q < replicas_; ++q) {
+    ++dp_active_[static_cast<std::size_t>(q * graph_.stages + task.stage)];
+    timing_[idx(q, t)].start_s = engine_.now().seconds();
+  }
+  auto done = [this, t, stage = task.stage] {
+    if (--inst_[idx(0, t)].pending > 0) return;
+    for (int q = 0; q < replicas_; ++q) {
+      --dp_active_[static_cast<std::size_t>(q * graph_.stages + stage)];
+      finish(q, t);
+    }
+  };
+  if (task.bytes <= 0 || plans.empty()) {
+    inst_[idx(0, t)].pending = 1;
+    engine_.schedule_after(SimTime::from_ps(0), done);
+    return;
+  }
+  (void)r;
+  inst_[idx(0, t)].pending = static_cast<std::uint32_t>(plans.size());
+  const std::string tag = graph_.describe(t);
+  for (const auto& plan : plans) runner_->start(plan, tag, done);
+}
+
+void DesExecutor::sample_links() {
+  LinkSample s;
+  s.time_s = engine_.now().seconds();
+  const auto& solver = network_->solver();
+  for (LinkId l = 0; l < solver.num_links(); ++l) {
+    if (solver.flows_on_link(l) == 0) continue;
+    const double load = solver.link_load_Bps(l);
+    if (load > 0) s.load_Bps.emplace_back(l, load);
+  }
+  samples_.push_back(std::move(s));
+  // Stop once nothing else is pending (step done, or stalled: let the deadlock report fire).
+  if (finished_ < total_ && engine_.pending_events() > 0) {
+    engine_.schedule_after(SimTime::from_seconds(sample_period_s_), [this] { sample_links(); });
+  }
+}
+
+void DesExecutor::report_progress() {
+  if (!opts_.progress) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double since_start = std::chrono::duration<double>(now - wall_start_).count();
+  const double since_last = std::chrono::duration<double>(now - last_progress_).count();
+  if (since_start < 2.0 || since_last < 1.0) return;
+  last_progress_ = now;
+  opts_.progress("des: " + std::to_string(finished_) + "/" + std::to_string(total_) +
+                 " tasks, simulated " + std::to_string(engine_.now().seconds()) + " s, " +
+                 std::to_string(network_->flows_completed()) + " flows done");
+}
+
+}  // namespace megasim

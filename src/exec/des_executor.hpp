@@ -1,0 +1,116 @@
+#pragma once
+// Private: runs a StepGraph on the engine (see exec/des_step.hpp for the model).
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "megasim/coll/lowering.hpp"
+#include "des_ecmp.hpp"
+#include "megasim/coll/runner.hpp"
+#include "megasim/exec/des_step.hpp"
+#include "megasim/net/flow_network.hpp"
+#include "megasim/net/router.hpp"
+#include "megasim/plan/placement.hpp"
+#include "megasim/sim/engine.hpp"
+#include "megasim/workload/task_graph.hpp"
+
+namespace megasim {
+
+// Timeline of one task instance (one replica's copy of a graph task).
+struct TaskTiming {
+  double start_s = -1;
+  double end_s = -1;
+  double slowdown_s = 0;  // extra compute time from DP contention
+};
+
+// A link's load over time, sampled for the trace's counter tracks.
+struct LinkSample {
+  double time_s = 0;
+  std::vector<std::pair<LinkId, double>> load_Bps;  // links with load > 0
+};
+
+class DesExecutor {
+ public:
+  DesExecutor(const JobSpec& job, const StepCosts& costs, const StepGraph& graph,
+              const Fabric& fabric, const NcclModel& nccl, const DesOptions& options);
+  ~DesExecutor();
+  DesExecutor(const DesExecutor&) = delete;
+  DesExecutor& operator=(const DesExecutor&) = delete;
+
+  // Runs the step to completion; throws DeadlockError when tasks remain.
+  void run();
+
+  int replicas() const { return replicas_; }
+  const std::vector<std::int64_t>& mirrored_replicas() const { return mirrored_; }
+  const TaskTiming& timing(int replica, TaskIndex t) const {
+    return timing_[static_cast<std::size_t>(replica) * graph_.tasks.size() + t];
+  }
+  const StepGraph& graph() const { return graph_; }
+  const FlowNetwork& network() const { return *network_; }
+  const Fabric& fabric() const { return fabric_; }
+  const Router& router() const { return router_; }
+  const Placement& placement() const { return placement_; }
+  const std::vector<LinkSample>& link_samples() const { return samples_; }
+  // Flow keys of every stage-0 DP collective (for the ECMP statistics).
+  const std::vector<DesFlowKey>& dp_flow_keys() const { return dp_keys_; }
+
+ private:
+  struct FlowTemplate {
+    LinkPath path;
+    double bytes = 0;
+    double latency_s = 0;
+  };
+  struct Instance {
+    std::uint32_t waiting = 0;  // unfinished dependencies (incl. stream predecessor)
+    std::uint32_t pending = 0;  // outstanding flows / collectives while running
+    TaskId task = 0;
+  };
+
+  std::size_t idx(int r, TaskIndex t) const {
+    return static_cast<std::size_t>(r) * graph_.tasks.size() + t;
+  }
+  void start(int r, TaskIndex t);
+  void finish(int r, TaskIndex t);
+  void start_compute(int r, TaskIndex t);
+  void start_transfer(int r, TaskIndex t);
+  void collective_ready(int r, TaskIndex t);
+  const std::vector<FlowTemplate>& transfer_flows(int src_stage, int dst_stage, std::int64_t dp);
+  const std::vector<CollectivePlan>& collective_plans(TaskIndex t);
+  void sample_links();
+  void report_progress();
+
+  const JobSpec& job_;
+  const StepCosts& costs_;
+  const StepGraph& graph_;
+  const Fabric& fabric_;
+  const NcclModel& nccl_;
+  const DesOptions& opts_;
+  Placement placement_;
+  Router router_;
+  Engine engine_;
+  std::unique_ptr<FlowNetwork> network_;
+  std::unique_ptr<CollectiveRunner> runner_;
+  int replicas_ = 1;
+  std::vector<std::int64_t> mirrored_;  // DP replicas whose transfers a folded run launches
+
+  std::vector<std::vector<TaskIndex>> dependents_;  // graph-level, incl. stream successors
+  std::vector<std::uint32_t> dep_count_;
+  std::vector<Instance> inst_;
+  std::vector<TaskTiming> timing_;
+  std::vector<int> collective_ready_count_;          // per graph task (full mode barrier)
+  std::vector<int> dp_active_;                        // [replica * stages + stage]
+  std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
+  std::map<std::tuple<int, int, double>, std::vector<CollectivePlan>> plan_cache_;
+  std::vector<DesFlowKey> dp_keys_;
+  std::vector<LinkSample> samples_;
+  double sample_period_s_ = 0;
+  std::size_t finished_ = 0;
+  std::size_t total_ = 0;
+  std::chrono::steady_clock::time_point wall_start_;
+  std::chrono::steady_clock::time_point last_progress_;
+};
+
+}  // namespace megasim

@@ -1,0 +1,35 @@
+#include "megasim/exec/des_step.hpp"
+
+#include <iostream>
+
+#include "des_executor.hpp"
+#include "des_report.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/net/topology_builders.hpp"
+
+namespace megasim {
+
+StepReport simulate_step_des(const JobSpec& job, const StepCosts& costs, const Fabric& fabric,
+                             const NcclModel& nccl, const DesOptions& options) {
+  WorkloadOptions wo = workload_options(job);
+  wo.schedule = options.schedule;
+  const StepGraph graph = build_step_graph(costs, wo);
+  DesExecutor ex(job, costs, graph, fabric, nccl, options);
+  ex.run();
+  StepReport rep = summarize_des_run(ex, options);
+  if (!options.trace_path.empty()) write_des_trace(ex, options.trace_counter_links, options.trace_path);
+  return rep;
+}
+
+StepReport simulate_step_des(const JobSpec& job, const StepCosts& costs, const Catalog& catalog,
+                             const SimulateOptions& options) {
+  const Fabric fabric = build_fabric(job.cluster);
+  const NcclModel nccl = load_default_nccl_model(catalog.root());
+  DesOptions o;
+  o.full = options.full;
+  o.trace_path = options.trace_path;
+  if (options.progress) o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  return simulate_step_des(job, costs, fabric, nccl, o);
+}
+
+}  // namespace megasim

@@ -1,0 +1,74 @@
+#include "megasim/exec/simulate.hpp"
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/exec/analytic_step.hpp"
+#include "megasim/exec/des_step.hpp"
+#include "megasim/exec/startup.hpp"
+#include "megasim/exec/step_costs.hpp"
+#include "megasim/model/flops.hpp"
+#include "megasim/model/memory.hpp"
+#include "megasim/model/params.hpp"
+
+namespace megasim {
+
+EngineKind parse_engine_kind(const std::string& name) {
+  if (name == "des") return EngineKind::Des;
+  if (name == "analytic") return EngineKind::Analytic;
+  throw InputError("--engine", "unknown engine \"" + name + "\"; valid: des, analytic");
+}
+
+namespace {
+
+double dense_peak_flops(const JobSpec& job) {
+  const auto& gpu = job.cluster.gpu;
+  if (job.training.precision == Precision::Fp8 && gpu.peak_fp8_flops > 0) return gpu.peak_fp8_flops;
+  return gpu.peak_bf16_flops;
+}
+
+// Everything that follows from the step time alone: rates, utilisation, time to train.
+void fill_derived_fields(const JobSpec& job, StepReport& r) {
+  const double tokens_per_step =
+      static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.training.seq_length);
+  const double gpus = static_cast<double>(job.cluster.num_gpus);
+  r.name = job.name;
+  r.num_gpus = job.cluster.num_gpus;
+  r.model_parameters = parameter_count(job.model);
+  r.model_flops_per_step = model_flops_per_step(job);
+  r.hardware_flops_per_step = hardware_flops_per_step(job);
+  r.peak_flops_per_gpu = dense_peak_flops(job);
+  r.tokens_per_s = tokens_per_step / r.step_time_s;
+  r.mfu = r.model_flops_per_step / (r.step_time_s * gpus * r.peak_flops_per_gpu);
+  r.hfu = r.hardware_flops_per_step / (r.step_time_s * gpus * r.peak_flops_per_gpu);
+  r.model_tflops_per_gpu = r.model_flops_per_step / r.step_time_s / gpus / 1e12;
+  if (job.training.train_tokens) {
+    r.time_to_train_days = *job.training.train_tokens / r.tokens_per_s / 86400.0;
+  }
+  r.memory = memory_per_gpu(job);
+  r.memory_capacity_bytes = job.cluster.gpu.memory_bytes;
+  r.memory_fits = r.memory.total_bytes() <= r.memory_capacity_bytes;
+  const auto& p = job.parallel;
+  r.plan.tp = p.tensor_model_parallel_size;
+  r.plan.pp = p.pipeline_model_parallel_size;
+  r.plan.vpp = p.virtual_pipeline_model_parallel_size;
+  r.plan.cp = p.context_parallel_size;
+  r.plan.dp = p.data_parallel_size;
+  r.plan.micro_batch_size = job.training.micro_batch_size;
+  r.plan.micro_batches_per_pipeline =
+      job.training.global_batch_size / (job.training.micro_batch_size * p.data_parallel_size);
+  r.plan.zero_stage = p.zero_stage;
+  r.plan.recompute = to_string(job.training.recompute);
+}
+
+}  // namespace
+
+StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const SimulateOptions& opts) {
+  const StepCosts costs = compute_step_costs(job, catalog);
+  StepReport r = opts.engine == EngineKind::Analytic ? estimate_step_analytic(job, costs)
+                                                     : simulate_step_des(job, costs, catalog, opts);
+  fill_derived_fields(job, r);
+  r.startup_s = communicator_startup_s(job, catalog);
+  return r;
+}
+
+}  // namespace megasim

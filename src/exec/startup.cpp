@@ -1,0 +1,28 @@
+#include "megasim/exec/startup.hpp"
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/goodput/comm_init.hpp"
+#include "megasim/goodput/reliability.hpp"
+
+namespace megasim {
+
+double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp,
+                                       const std::string& store, bool ordered,
+                                       const Catalog& catalog) {
+  const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
+  CommInitInput in;
+  in.num_gpus = gpus;
+  in.groups = megatron_comm_groups(gpus, tp, pp, cp);
+  in.store = parse_store_kind(store, "system.comm_init_store");
+  in.ordered = ordered;
+  return model_comm_init(in, rel.comm_init).total_s;
+}
+
+double communicator_startup_s(const JobSpec& job, const Catalog& catalog) {
+  return communicator_startup_for_plan_s(
+      job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
+      job.parallel.pipeline_model_parallel_size, job.parallel.context_parallel_size,
+      job.system.comm_init_store, job.system.comm_init_ordered, catalog);
+}
+
+}  // namespace megasim

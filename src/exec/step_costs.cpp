@@ -1,0 +1,218 @@
+#include "megasim/exec/step_costs.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "megasim/coll/cost_model.hpp"
+#include "megasim/coll/nccl_model.hpp"
+#include "megasim/config/catalog.hpp"
+#include "tp_overlap.hpp"
+#include "megasim/hw/kernel_time.hpp"
+#include "megasim/hw/hardware_profile.hpp"
+#include "host_overheads.hpp"
+#include "megasim/model/layer_ops.hpp"
+#include "megasim/model/params.hpp"
+
+namespace megasim {
+
+namespace {
+
+// The shape of the communicator formed by `ranks` GPUs placed `stride` GPUs apart.
+CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per_node) {
+  CollGroupShape g;
+  g.ranks = static_cast<int>(ranks);
+  const std::int64_t per_node =
+      stride >= gpus_per_node ? 1 : std::min<std::int64_t>(ranks, gpus_per_node / stride);
+  g.ranks_per_node = static_cast<int>(std::max<std::int64_t>(1, per_node));
+  g.nodes = static_cast<int>((ranks + g.ranks_per_node - 1) / g.ranks_per_node);
+  g.same_rail = g.ranks_per_node == 1;
+  return g;
+}
+
+CollOp comm_op_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::TpAllGather: return CollOp::AllGather;
+    case OpKind::TpReduceScatter: return CollOp::ReduceScatter;
+    case OpKind::TpAllReduce: return CollOp::AllReduce;
+    default: return CollOp::SendRecv;
+  }
+}
+
+struct Context {
+  const JobSpec& job;
+  const HardwareProfile& hw;
+  const NcclModel& nccl;
+  CollGroupShape tp_group;
+  CollGroupShape cp_group;
+};
+
+// Compute time and communication of an op list, split the way TP overlap needs it.
+PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
+  PassTimes t;
+  for (const auto& op : ops) {
+    if (!is_communication(op.kind)) {
+      const double s = op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+      t.compute_s += s;
+      t.kernels += op.kernels;
+      if (op.kind == OpKind::Gemm && op.ffn_path) t.ffn_gemm_s += s;
+      continue;
+    }
+    if (op.kind == OpKind::CpExchange) {
+      if (c.cp_group.ranks > 1) {
+        t.cp_comm_s += collective_time_s(CollOp::SendRecv, op.comm_bytes, group_shape(2, c.job.parallel.tensor_model_parallel_size, c.job.cluster.gpus_per_node), c.job.cluster, c.nccl);
+      }
+      continue;
+    }
+    if (c.tp_group.ranks <= 1) continue;
+    const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);
+    (op.ffn_path ? t.ffn_comm_s : t.other_comm_s) += s;
+  }
+  // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
+  // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).
+  t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
+  return t;
+}
+
+}  // namespace
+
+struct StepCostData {
+  HardwareProfile hw;
+  NcclModel nccl;
+  HostOverheads host;
+};
+
+std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {
+  return std::make_shared<const StepCostData>(StepCostData{
+      load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
+                            "cluster.gpu.profile"),
+      load_default_nccl_model(catalog.root()), load_host_overheads(catalog)});
+}
+
+StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog) {
+  return compute_step_costs(job, *load_step_cost_data(job, catalog));
+}
+
+StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
+  const auto& par = job.parallel;
+  const auto& sys = job.system;
+  const int tp = par.tensor_model_parallel_size;
+  const int pp = par.pipeline_model_parallel_size;
+  const int vpp = par.virtual_pipeline_model_parallel_size;
+  const int cp = par.context_parallel_size;
+  const std::int64_t dp = par.data_parallel_size;
+  const int gpn = job.cluster.gpus_per_node;
+
+  const HardwareProfile& hw = data.hw;
+  const NcclModel& nccl = data.nccl;
+
+  Context ctx{job, hw, nccl, group_shape(tp, 1, gpn), group_shape(cp, tp, gpn)};
+
+  // One layer, one micro-batch.
+  const PassTimes fwd = time_ops(ctx, layer_forward_ops(job));
+  PassTimes bwd = time_ops(ctx, layer_backward_ops(job));
+  bwd += time_ops(ctx, layer_recompute_ops(job));
+  const PassTimes emb_f = time_ops(ctx, embedding_forward_ops(job));
+  const PassTimes emb_b = time_ops(ctx, embedding_backward_ops(job));
+  const PassTimes head_f = time_ops(ctx, lm_head_forward_ops(job));
+  const PassTimes head_b = time_ops(ctx, lm_head_backward_ops(job));
+  const double slowdown = overlap_compute_slowdown(hw) - 1.0;  // SMs lost to NCCL kernels
+  const TpOverlapConfig ov{sys.tp_overlap, sys.tp_overlap_chunks, slowdown};
+
+  StepCosts c;
+  c.pp = pp;
+  c.vpp = vpp;
+  c.dp = dp;
+  c.micro_batches = job.training.global_batch_size / (job.training.micro_batch_size * dp);
+  c.launch_overhead_per_chunk_s = 0;
+
+  int first_layer = 0;
+  for (int s = 0; s < pp; ++s) {
+    const auto stage_layers = static_cast<int>(layers_on_stage(job, s));
+    std::vector<ChunkCosts> chunks;
+    for (int v = 0; v < vpp; ++v) {
+      ChunkCosts ch;
+      ch.first_layer = first_layer;
+      // Layers spread over the chunks as evenly as the split allows (validated to divide).
+      ch.layers = stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
+      first_layer += ch.layers;
+      ch.has_embedding = s == 0 && v == 0;
+      ch.has_lm_head = s == pp - 1 && v == vpp - 1;
+      PassTimes f = fwd.scaled(ch.layers);
+      PassTimes b = bwd.scaled(ch.layers);
+      if (ch.has_embedding) {
+        f += emb_f;
+        b += emb_b;
+      }
+      if (ch.has_lm_head) {
+        f += head_f;
+        b += head_b;
+      }
+      const OverlapResult of = apply_tp_overlap(f, ov);
+      const OverlapResult ob = apply_tp_overlap(b, ov);
+      ch.fwd_compute_s = f.compute_s;
+      ch.bwd_compute_s = b.compute_s;
+      ch.fwd_tp_comm_s = f.ffn_comm_s + f.other_comm_s;
+      ch.bwd_tp_comm_s = b.ffn_comm_s + b.other_comm_s;
+      ch.fwd_tp_exposed_s = of.exposed_s;
+      ch.bwd_tp_exposed_s = ob.exposed_s;
+      ch.fwd_cp_exposed_s = f.cp_comm_s;  // K/V ring exchange is on the critical path
+      ch.bwd_cp_exposed_s = b.cp_comm_s;
+      ch.param_bytes = 0;
+      chunks.push_back(ch);
+    }
+    c.chunks.push_back(std::move(chunks));
+  }
+
+  // Pipeline p2p: with sequence parallelism (or Megatron's scatter-gather optimisation) each
+  // TP rank sends only its 1/t slice of the b x s x h activation, over its own rail's NIC.
+  const double act_bytes = activation_bytes_per_element(job.training.precision);
+  const double boundary_bytes = static_cast<double>(job.training.micro_batch_size) *
+                                static_cast<double>(job.training.seq_length / cp) *
+                                static_cast<double>(job.model.hidden_size) * act_bytes;
+  c.p2p_bytes = boundary_bytes / tp;
+  c.p2p_nics = 1;
+  const std::int64_t pp_stride =
+      static_cast<std::int64_t>(tp) * cp * (par.placement == PlacementOrder::DpFirst ? dp : 1);
+  c.p2p_time_s = pp > 1 ? collective_time_s(CollOp::SendRecv, c.p2p_bytes, group_shape(2, pp_stride, gpn),
+                                            job.cluster, nccl)
+                        : 0.0;
+
+  // Data parallel: the stage with the most parameters sets the pace.
+  double stage_params = 0;
+  for (int s = 0; s < pp; ++s) stage_params = std::max(stage_params, parameters_per_gpu(job, s));
+  const double grad_bytes_per_param = sys.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  const double weight_bytes_per_param = 2.0;
+  c.dp_grad_reduce_bytes = stage_params * grad_bytes_per_param;
+  c.dp_param_gather_bytes = par.zero_stage >= 1 ? stage_params * weight_bytes_per_param : 0.0;
+  const std::int64_t dp_stride =
+      static_cast<std::int64_t>(tp) * cp * (par.placement == PlacementOrder::DpFirst ? 1 : pp);
+  const CollGroupShape dp_group = group_shape(dp, dp_stride, gpn);
+  if (dp > 1) {
+    const CollOp reduce = par.zero_stage == 0 ? CollOp::AllReduce : CollOp::ReduceScatter;
+    c.dp_reduce_time_s = collective_time_s(reduce, c.dp_grad_reduce_bytes, dp_group, job.cluster, nccl);
+    c.dp_gather_time_s = par.zero_stage >= 1 ? collective_time_s(CollOp::AllGather, c.dp_param_gather_bytes,
+                                                                 dp_group, job.cluster, nccl)
+                                             : 0.0;
+    if (par.zero_stage == 3) c.dp_gather_time_s *= 2.0;  // parameters gathered for forward and backward
+  }
+  c.dp_overlap_compute_slowdown = slowdown;
+
+  // Optimizer: this rank's shard of the update (memory-bound) plus the global gradient-norm
+  // all-reduce of one scalar per rank (latency-bound).
+  const CollGroupShape world = group_shape(job.cluster.num_gpus, 1, gpn);
+  c.optimizer_s = optimizer_step_time_s(job, hw) +
+                  collective_time_s(CollOp::AllReduce, 4.0, world, job.cluster, nccl);
+
+  const HostOverheads& host = data.host;
+  c.data_loading_s = data_loading_time_s(host, sys, gpn);
+  c.gc_skew_s = gc_skew_time_s(host, sys, dp);
+
+  // Straggler hosts: the step waits for the slowest pipeline replica, so one slow host
+  // anywhere slows everyone; expected slow-down = slowdown x P(at least one slow host).
+  const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / gpn);
+  c.straggler_slowdown = sys.straggler_slowdown *
+                         (1.0 - std::pow(1.0 - sys.straggler_host_fraction, nodes));
+  return c;
+}
+
+}  // namespace megasim

@@ -1,0 +1,55 @@
+#pragma once
+// Tensor-parallel communication and how much of it MegaScale's overlap hides (§3.2, Fig. 3).
+//
+// Without overlap every TP collective sits on the critical path. With overlap, the all-gather
+// and reduce-scatter on the FFN path are fused into their parallel linears and the GEMM is
+// split into `chunks` pieces pipelined with the communication on a second stream: the first
+// communication chunk cannot hide (nothing to compute yet), the rest hides behind GEMM
+// chunks while there is GEMM left, and the GEMM slows by `slowdown` while they share the
+// GPU (NCCL kernels occupy SMs and HBM bandwidth).
+#include "megasim/config/specs.hpp"
+
+namespace megasim {
+
+// Times of one pass (forward or backward) of some layers for one micro-batch.
+struct PassTimes {
+  double compute_s = 0;     // all compute kernels
+  double ffn_gemm_s = 0;    // the GEMMs TP communication can be fused with (FFN path)
+  double ffn_comm_s = 0;    // TP collectives fused with those GEMMs when overlap is on
+  double other_comm_s = 0;  // TP collectives that stay exposed
+  double cp_comm_s = 0;     // context-parallel exchange
+  int kernels = 0;          // kernel launches
+  PassTimes scaled(int n) const {
+    PassTimes t = *this;
+    t.compute_s *= n;
+    t.ffn_gemm_s *= n;
+    t.ffn_comm_s *= n;
+    t.other_comm_s *= n;
+    t.cp_comm_s *= n;
+    t.kernels *= n;
+    return t;
+  }
+  PassTimes& operator+=(const PassTimes& o) {
+    compute_s += o.compute_s;
+    ffn_gemm_s += o.ffn_gemm_s;
+    ffn_comm_s += o.ffn_comm_s;
+    other_comm_s += o.other_comm_s;
+    cp_comm_s += o.cp_comm_s;
+    kernels += o.kernels;
+    return *this;
+  }
+};
+
+struct TpOverlapConfig {
+  bool enabled = false;
+  int chunks = 4;
+  double slowdown = 0;  // fraction GEMMs slow while communication runs beside them
+};
+
+struct OverlapResult {
+  double exposed_s = 0;  // communication time (plus contention) left on the critical path
+};
+
+OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg);
+
+}  // namespace megasim

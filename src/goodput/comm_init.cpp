@@ -1,0 +1,83 @@
+#include "megasim/goodput/comm_init.hpp"
+
+#include <string>
+
+#include "megasim/config/specs.hpp"
+#include "megasim/core/error.hpp"
+
+namespace megasim {
+
+StoreKind parse_store_kind(const std::string& text, const std::string& path) {
+  if (text == "tcpstore") return StoreKind::TcpStore;
+  if (text == "redis") return StoreKind::Redis;
+  throw InputError(path, "must be \"tcpstore\" or \"redis\", got \"" + text + "\"");
+}
+
+std::vector<CommGroupKind> megatron_comm_groups(std::int64_t num_gpus, int tp, int pp, int cp) {
+  if (num_gpus <= 0) throw InputError("cluster.num_gpus", "must be > 0");
+  if (tp <= 0 || pp <= 0 || cp <= 0) {
+    throw InputError("parallel", "tensor, pipeline and context parallel sizes must be > 0");
+  }
+  const std::int64_t model = static_cast<std::int64_t>(tp) * pp * cp;
+  if (num_gpus % model != 0) {
+    throw InputError("cluster.num_gpus", "must be a multiple of TP*PP*CP = " + std::to_string(model));
+  }
+  const std::int64_t dp = num_gpus / model;
+  std::vector<CommGroupKind> g;
+  // Each kind partitions all ranks, so count = num_gpus / size.
+  g.push_back({"dp", num_gpus / dp, dp});
+  g.push_back({"dp-gloo", num_gpus / dp, dp});  // Megatron's gloo twin of every DP group
+  g.push_back({"tp", num_gpus / tp, tp});
+  g.push_back({"pp", num_gpus / pp, pp});
+  g.push_back({"mp", num_gpus / (static_cast<std::int64_t>(tp) * pp), static_cast<std::int64_t>(tp) * pp});
+  // Embedding and position-embedding groups: one per pipeline. Megatron loops over every
+  // pipeline group to create them, so their count is num_gpus / pp.
+  g.push_back({"embedding", num_gpus / pp, pp > 1 ? 2 : 1});
+  g.push_back({"position-embedding", num_gpus / pp, 1});
+  if (cp > 1) {
+    g.push_back({"cp", num_gpus / cp, cp});
+    g.push_back({"dp-cp", num_gpus / (dp * cp), dp * cp});
+  }
+  return g;
+}
+
+CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants& k) {
+  if (in.num_gpus <= 0) throw InputError("cluster.num_gpus", "must be > 0");
+  CommInitResult r;
+  std::int64_t group_creations = 0;  // serialised group-creation rounds
+  for (const auto& kind : in.groups) {
+    if (kind.count <= 0 || kind.size <= 0) continue;
+    if (in.ordered) {
+      // Disjoint groups of one kind are created concurrently, then one global barrier.
+      group_creations += 1;
+      r.barriers += 1;
+    } else {
+      // Every rank calls new_group for every group in turn, each followed by a global barrier.
+      group_creations += kind.count;
+      r.barriers += kind.count;
+    }
+  }
+  const double n = static_cast<double>(in.num_gpus);
+  r.store_ops = static_cast<double>(r.barriers) * n * k.store_ops_per_rank_per_barrier;
+  if (in.store == StoreKind::TcpStore) {
+    r.store_s = r.store_ops * k.tcpstore_op_s;  // one blocking thread: ops served one by one
+  } else {
+    r.store_s = r.store_ops / k.redis_ops_per_s;  // concurrent, bounded by request throughput
+  }
+  r.group_fixed_s = static_cast<double>(group_creations) * k.group_fixed_s;
+  r.total_s = r.store_s + r.group_fixed_s;
+  return r;
+}
+
+CommInitResult model_comm_init(const JobSpec& job, const CommInitConstants& k) {
+  CommInitInput in;
+  in.num_gpus = job.cluster.num_gpus;
+  in.groups = megatron_comm_groups(job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
+                                   job.parallel.pipeline_model_parallel_size,
+                                   job.parallel.context_parallel_size);
+  in.store = parse_store_kind(job.system.comm_init_store, "system.comm_init_store");
+  in.ordered = job.system.comm_init_ordered;
+  return model_comm_init(in, k);
+}
+
+}  // namespace megasim

@@ -1,0 +1,88 @@
+// JSON -> HardwareProfile. Every numeric field is an object {"value": x, "source": "..."}; the
+// source is required so that no figure enters the model without provenance.
+#include "megasim/hw/hardware_profile.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "megasim/core/error.hpp"
+
+namespace megasim {
+namespace {
+
+double num(const nlohmann::json& j, const std::string& path, const char* key, double lo, double hi) {
+  const std::string p = join_path(path, key);
+  if (!j.is_object() || !j.contains(key)) throw InputError(p, "required field is missing");
+  const auto& f = j.at(key);
+  if (!f.is_object() || !f.contains("value") || !f.contains("source"))
+    throw InputError(p, "must be an object {\"value\": number, \"source\": string}");
+  if (!f.at("source").is_string() || f.at("source").get<std::string>().empty())
+    throw InputError(join_path(p, "source"), "must be a non-empty string");
+  if (!f.at("value").is_number()) throw InputError(join_path(p, "value"), "must be a number");
+  const double v = f.at("value").get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(join_path(p, "value"),
+                     "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+const nlohmann::json& obj(const nlohmann::json& j, const std::string& path, const char* key) {
+  if (!j.contains(key) || !j.at(key).is_object())
+    throw InputError(join_path(path, key), "required object is missing");
+  return j.at(key);
+}
+
+AttentionParams attn(const nlohmann::json& j, const std::string& path, const char* key) {
+  const auto& o = obj(j, path, key);
+  const std::string p = join_path(path, key);
+  return AttentionParams{num(o, p, "max_efficiency", 0.01, 1.0), num(o, p, "seq_half", 0, 1e6),
+                         num(o, p, "head_dim_alpha", 0, 4)};
+}
+
+}  // namespace
+
+HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw InputError(path, "hardware profile must be a JSON object");
+  HardwareProfile hw;
+  hw.name = j.contains("name") && j.at("name").is_string() ? j.at("name").get<std::string>() : path;
+  const auto& g = obj(j, path, "gemm");
+  const std::string gp = join_path(path, "gemm");
+  hw.gemm.max_efficiency = num(g, gp, "max_efficiency", 0.05, 1.0);
+  hw.gemm.k_half = num(g, gp, "k_half", 0, 1e5);
+  hw.gemm.tile_m = static_cast<int>(num(g, gp, "tile_m", 16, 1024));
+  hw.gemm.tile_n = static_cast<int>(num(g, gp, "tile_n", 16, 1024));
+  hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
+  hw.gemm.wave_weight = num(g, gp, "wave_weight", 0, 1);
+  hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
+  const auto& a = obj(j, path, "attention");
+  const std::string ap = join_path(path, "attention");
+  hw.flash_v2_fwd = attn(a, ap, "flash_v2_forward");
+  hw.flash_v2_bwd = attn(a, ap, "flash_v2_backward");
+  hw.flash_v1_fwd = attn(a, ap, "flash_v1_forward");
+  hw.flash_v1_bwd = attn(a, ap, "flash_v1_backward");
+  hw.unfused_memory_passes_fwd = static_cast<int>(num(a, ap, "unfused_memory_passes_forward", 0, 64));
+  hw.unfused_memory_passes_bwd = static_cast<int>(num(a, ap, "unfused_memory_passes_backward", 0, 64));
+  const auto& m = obj(j, path, "memory");
+  const std::string mp = join_path(path, "memory");
+  hw.memory_latency_s = num(m, mp, "latency_s", 0, 1e-3);
+  hw.elementwise_bw_fraction = num(m, mp, "elementwise_bw_fraction", 0.01, 1);
+  hw.norm_bw_fraction = num(m, mp, "norm_bw_fraction", 0.01, 1);
+  hw.copy_bw_fraction = num(m, mp, "copy_bw_fraction", 0.01, 1);
+  const auto& l = obj(j, path, "launch");
+  const std::string lp = join_path(path, "launch");
+  hw.kernel_launch_overhead_s = num(l, lp, "kernel_launch_overhead_s", 0, 1e-3);
+  hw.host_dispatch_s = num(l, lp, "host_dispatch_s", 0, 1e-3);
+  hw.nccl_channels_sharing_sms =
+      static_cast<int>(num(obj(j, path, "overlap"), join_path(path, "overlap"), "nccl_channels", 0, 256));
+  const auto& b = obj(j, path, "buffers");
+  const std::string bp = join_path(path, "buffers");
+  hw.buffers.nccl_bytes_per_communicator = num(b, bp, "nccl_bytes_per_communicator", 0, 1e11);
+  hw.buffers.cublas_workspace_bytes = num(b, bp, "cublas_workspace_bytes", 0, 1e11);
+  hw.buffers.cuda_context_bytes = num(b, bp, "cuda_context_bytes", 0, 1e11);
+  hw.buffers.grad_bucket_elements = num(b, bp, "grad_bucket_elements", 0, 1e12);
+  if (hw.nccl_channels_sharing_sms >= hw.gemm.sm_count)
+    throw InputError(join_path(path, "overlap.nccl_channels"), "must be fewer than gemm.sm_count");
+  return hw;
+}
+
+}  // namespace megasim

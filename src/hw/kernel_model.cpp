@@ -1,0 +1,88 @@
+// GEMM, attention and memory-bound kernel times (the model form is documented in
+// tools/measure/fit_gemm_profile.py, which fits it; configs/hw/*.json hold the parameters).
+#include <algorithm>
+#include <cmath>
+
+#include "megasim/core/error.hpp"
+#include "megasim/hw/kernel_time.hpp"
+
+namespace megasim {
+namespace {
+double dd(std::int64_t v) { return static_cast<double>(v); }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+AttentionKernel parse_attention_kernel(const std::string& name, const std::string& path) {
+  if (name == "unfused") return AttentionKernel::Unfused;
+  if (name == "flash-v1") return AttentionKernel::FlashV1;
+  if (name == "flash-v2") return AttentionKernel::FlashV2;
+  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\"");
+}
+
+double peak_flops(const GpuSpec& gpu, Precision p) {
+  if (p == Precision::Fp8 && gpu.peak_fp8_flops > 0) return gpu.peak_fp8_flops;
+  return gpu.peak_bf16_flops;
+}
+
+double gemm_efficiency(const HardwareProfile& hw, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const GemmParams& g = hw.gemm;
+  if (m <= 0 || n <= 0 || k <= 0) return g.max_efficiency;
+  const std::int64_t tm = ceil_div(m, g.tile_m), tn = ceil_div(n, g.tile_n);
+  const double u_pad = dd(m) * dd(n) / (dd(tm * g.tile_m) * dd(tn * g.tile_n));
+  const double waves = dd(tm * tn) / std::max(1, g.sm_count);
+  const double u_wave = 1.0 - g.wave_weight * (1.0 - waves / std::ceil(waves));
+  const double r_k = dd(k) / (dd(k) + g.k_half);
+  return g.max_efficiency * u_pad * u_wave * r_k;
+}
+
+double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, std::int64_t m,
+                   std::int64_t n, std::int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  const double flops = 2.0 * dd(m) * dd(n) * dd(k);
+  const double compute_s = flops / (peak_flops(gpu, p) * gemm_efficiency(hw, m, n, k));
+  const double elem = p == Precision::Fp8 ? 1.0 : 2.0;
+  const double bytes = elem * (dd(m) * dd(k) + dd(k) * dd(n)) + 2.0 * dd(m) * dd(n);
+  const double memory_s = bytes / (gpu.memory_bandwidth_Bps * hw.copy_bw_fraction);
+  return hw.gemm.latency_s + std::max(compute_s, memory_s);
+}
+
+double memory_bound_time_s(const HardwareProfile& hw, const GpuSpec& gpu, double bytes) {
+  if (bytes <= 0) return 0.0;
+  return hw.memory_latency_s + bytes / (gpu.memory_bandwidth_Bps * hw.elementwise_bw_fraction);
+}
+
+double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,
+                        AttentionKernel kind, bool backward, std::int64_t batch,
+                        std::int64_t heads, std::int64_t seq_q, std::int64_t seq_kv_span,
+                        std::int64_t head_dim, bool causal) {
+  if (batch <= 0 || heads <= 0 || seq_q <= 0 || seq_kv_span <= 0 || head_dim <= 0) return 0.0;
+  // Attended (query, key) pairs: causal with a window w over s queries: each query i sees
+  // min(i+1, w) keys; with w = s this is s(s+1)/2 ~ s^2/2.
+  const double s = dd(seq_q), w = dd(std::min(seq_kv_span, seq_q));
+  double pairs = causal ? (w >= s ? s * (s + 1) / 2 : s * w - w * (w - 1) / 2) : s * dd(seq_kv_span);
+  if (seq_kv_span > seq_q) pairs = s * dd(seq_kv_span) / (causal ? 2.0 : 1.0);  // CP shard
+  const double fwd_flops = 4.0 * dd(batch) * dd(heads) * dd(head_dim) * pairs;
+  const double flops = backward ? 2.5 * fwd_flops : fwd_flops;
+  const double peak = peak_flops(gpu, p == Precision::Fp8 ? Precision::Bf16 : p);
+  if (kind == AttentionKernel::Unfused) {
+    // Batched GEMMs over the full (masked) s x span score matrix plus softmax/mask/dropout passes.
+    const double full = 4.0 * dd(batch) * dd(heads) * dd(head_dim) * s * dd(seq_kv_span);
+    const double gemm_flops = backward ? 2.0 * full : full;
+    const double eff = gemm_efficiency(hw, seq_q, seq_kv_span, head_dim);
+    const double score_bytes = 2.0 * dd(batch) * dd(heads) * s * dd(seq_kv_span);
+    const int passes = backward ? hw.unfused_memory_passes_bwd : hw.unfused_memory_passes_fwd;
+    return 2.0 * hw.gemm.latency_s + gemm_flops / (peak * eff) +
+           memory_bound_time_s(hw, gpu, passes * score_bytes);
+  }
+  const AttentionParams& a = kind == AttentionKernel::FlashV2
+                                 ? (backward ? hw.flash_v2_bwd : hw.flash_v2_fwd)
+                                 : (backward ? hw.flash_v1_bwd : hw.flash_v1_fwd);
+  // Efficiency ramps with the attended span per query (longer inner loops amortise the tile
+  // prologue) and drops for head_dim below 128 (smaller MMAs per loaded tile).
+  const double span_mean = pairs / s;
+  const double eff = a.max_efficiency * (2.0 * span_mean) / (2.0 * span_mean + a.seq_half) *
+                     std::pow(std::min(1.0, dd(head_dim) / 128.0), a.head_dim_alpha);
+  return hw.gemm.latency_s + flops / (peak * eff);
+}
+
+}  // namespace megasim

@@ -1,0 +1,338 @@
+// Kernel sequence of one transformer layer (Megatron-LM structure; MegaScale PTB variant).
+//
+// Byte counts are HBM traffic of the kernels (reads + writes) with 16-bit activations and a
+// 1-byte dropout mask. Unfused vs fused (SystemSpec::fused_kernels):
+//   norm:            unfused 2 passes over x (statistics, then normalise) + write; fused 1 + write
+//   bias + GeLU:     unfused bias-add (r+w) then GeLU (r+w); fused one pass (r+w)
+//   bias-dropout-add unfused bias (r+w), dropout (r+w+mask), residual add (2r+w); fused 2r+w+mask
+#include "megasim/model/layer_ops.hpp"
+
+#include <algorithm>
+
+#include "megasim/model/params.hpp"
+
+namespace megasim {
+
+bool is_communication(OpKind k) {
+  return k == OpKind::TpAllGather || k == OpKind::TpReduceScatter || k == OpKind::TpAllReduce ||
+         k == OpKind::CpExchange;
+}
+
+const char* to_string(OpKind k) {
+  switch (k) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::Attention: return "attention";
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Norm: return "norm";
+    case OpKind::TpAllGather: return "tp_all_gather";
+    case OpKind::TpReduceScatter: return "tp_reduce_scatter";
+    case OpKind::TpAllReduce: return "tp_all_reduce";
+    case OpKind::CpExchange: return "cp_exchange";
+  }
+  return "?";
+}
+
+double activation_bytes_per_element(Precision) { return 2.0; }
+
+namespace {
+
+struct Dims {
+  std::int64_t t, cp, b, s_local, tokens, h, a_local, g_local, hd, q_local, kv_local, f_local,
+      fc1_local, span, vocab_local;
+  double e;      // bytes per activation element
+  bool sp, fused, ptb, gated;
+};
+
+Dims dims(const JobSpec& job) {
+  const ModelSpec& m = job.model;
+  Dims x{};
+  x.t = std::max(1, job.parallel.tensor_model_parallel_size);
+  x.cp = std::max(1, job.parallel.context_parallel_size);
+  x.b = job.training.micro_batch_size;
+  x.s_local = job.training.seq_length / x.cp;
+  x.tokens = x.b * x.s_local;
+  x.h = m.hidden_size;
+  x.hd = m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
+  x.a_local = std::max<std::int64_t>(1, m.num_attention_heads / x.t);
+  const std::int64_t g = m.num_key_value_heads > 0 ? m.num_key_value_heads : m.num_attention_heads;
+  x.g_local = std::max<std::int64_t>(1, g / x.t);  // KV heads are replicated when g < TP
+  x.q_local = x.a_local * x.hd;
+  x.kv_local = 2 * x.g_local * x.hd;
+  const std::int64_t f = m.intermediate_size > 0 ? m.intermediate_size : 4 * m.hidden_size;
+  x.f_local = f / x.t;
+  x.gated = m.gated_mlp;
+  x.fc1_local = x.gated ? 2 * x.f_local : x.f_local;
+  x.span = m.sliding_window ? std::min(*m.sliding_window, job.training.seq_length)
+                            : job.training.seq_length;
+  x.vocab_local = padded_vocab_size(m, static_cast<int>(x.t)) / x.t;
+  x.e = activation_bytes_per_element(job.training.precision);
+  x.sp = job.parallel.sequence_parallel && x.t > 1;
+  x.fused = job.system.fused_kernels;
+  x.ptb = m.use_parallel_residual;
+  return x;
+}
+
+double dd(std::int64_t v) { return static_cast<double>(v); }
+
+LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double e, bool ffn) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = OpKind::Gemm;
+  op.gemm_m = m; op.gemm_n = n; op.gemm_k = k;
+  op.flops = 2.0 * dd(m) * dd(n) * dd(k);
+  op.bytes = e * (dd(m) * dd(k) + dd(k) * dd(n) + dd(m) * dd(n));
+  op.ffn_path = ffn;
+  return op;
+}
+
+LayerOp mem(std::string name, OpKind kind, double bytes, int kernels) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.bytes = bytes;
+  op.kernels = kernels;
+  return op;
+}
+
+LayerOp comm(std::string name, OpKind kind, double bytes, bool ffn) {
+  LayerOp op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.comm_bytes = bytes;
+  op.kernels = 1;
+  op.ffn_path = ffn;
+  return op;
+}
+
+// Tokens a norm / residual kernel touches: the local SP shard, or the full micro-batch.
+double resid_elems(const Dims& x) { return dd(x.tokens) * dd(x.h) / (x.sp ? dd(x.t) : 1.0); }
+
+LayerOp norm_fwd(const Dims& x, const char* name) {
+  const double n = resid_elems(x);
+  return x.fused ? mem(name, OpKind::Norm, 2.0 * n * x.e, 1)
+                 : mem(name, OpKind::Norm, 3.0 * n * x.e, 2);
+}
+LayerOp norm_bwd(const Dims& x, const char* name) {
+  const double n = resid_elems(x);  // reads x, dy; writes dx (+ weight-grad partials)
+  return x.fused ? mem(name, OpKind::Norm, 3.0 * n * x.e, 2) : mem(name, OpKind::Norm, 5.0 * n * x.e, 4);
+}
+LayerOp bda_fwd(const Dims& x, const char* name) {
+  const double n = resid_elems(x);
+  return x.fused ? mem(name, OpKind::Elementwise, 3.0 * n * x.e + n, 1)
+                 : mem(name, OpKind::Elementwise, 7.0 * n * x.e + n, 3);
+}
+LayerOp bda_bwd(const Dims& x, const char* name) {
+  const double n = resid_elems(x);  // dropout backward: read dy + mask, write dx
+  return x.fused ? mem(name, OpKind::Elementwise, 2.0 * n * x.e + n, 1)
+                 : mem(name, OpKind::Elementwise, 4.0 * n * x.e + n, 2);
+}
+LayerOp act_fwd(const Dims& x) {
+  const double out = dd(x.tokens) * dd(x.f_local);
+  const double in = dd(x.tokens) * dd(x.fc1_local);
+  const char* name = x.gated ? "swiglu" : "bias_gelu";
+  return x.fused ? mem(name, OpKind::Elementwise, (in + out) * x.e, 1)
+                 : mem(name, OpKind::Elementwise, (2.0 * in + in + out) * x.e, 2);
+}
+LayerOp act_bwd(const Dims& x) {
+  const double out = dd(x.tokens) * dd(x.f_local);
+  const double in = dd(x.tokens) * dd(x.fc1_local);
+  const char* name = x.gated ? "swiglu_bwd" : "bias_gelu_bwd";
+  return x.fused ? mem(name, OpKind::Elementwise, (2.0 * in + out) * x.e, 1)
+                 : mem(name, OpKind::Elementwise, (3.0 * in + out) * x.e, 2);
+}
+
+LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
+  LayerOp op;
+  op.name = backward ? "attention_core_bwd" : "attention_core";
+  op.kind = OpKind::Attention;
+  op.attn = AttentionShape{x.b, x.a_local, x.s_local, x.span, x.hd, true, backward};
+  // Executed FLOPs: QK^T and PV over the causal (halved) span; backward does 2.5x forward.
+  const double fwd = 4.0 * dd(x.b) * dd(x.a_local) * dd(x.s_local) * dd(x.span) * dd(x.hd) / 2.0;
+  op.flops = backward ? 2.5 * fwd : fwd;
+  // Flash attention: reads Q, K, V (+ O, dO, LSE backward), writes O (dQ, dK, dV backward).
+  const double qkv = dd(x.tokens) * dd(x.q_local + x.kv_local) * x.e;
+  const double o = dd(x.tokens) * dd(x.q_local) * x.e;
+  op.bytes = backward ? 2.0 * qkv + 2.0 * o : qkv + o;
+  (void)job;
+  return op;
+}
+
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ffn) {
+  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * x.e, ffn));
+}
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ffn) {
+  if (x.t <= 1) return;
+  ops.push_back(comm(name, x.sp ? OpKind::TpReduceScatter : OpKind::TpAllReduce,
+                     dd(x.tokens) * dd(x.h) * x.e, ffn));
+}
+
+void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
+  if (x.cp <= 1) return;
+  // Ring attention: each rank forwards its K/V block cp-1 times.
+  ops.push_back(comm(name, OpKind::CpExchange,
+                     dd(x.tokens) * dd(x.kv_local) * x.e * dd(x.cp - 1), false));
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  ops.reserve(20);
+  const std::int64_t T = x.tokens;
+  if (x.ptb) {
+    // y = x + Attn(LN(x)) + MLP(LN(x)): one norm, one AG, one RS (MegaScale §3.1, Fig. 3a).
+    ops.push_back(norm_fwd(x, "input_norm"));
+    add_ag(ops, x, "tp_all_gather", true);
+    ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, false));
+    ops.push_back(gemm("fc1", T, x.fc1_local, x.h, x.e, true));
+    add_cp(ops, x, "cp_kv_exchange");
+    ops.push_back(attention(job, x, false));
+    ops.push_back(act_fwd(x));
+    ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, false));
+    ops.push_back(gemm("fc2", T, x.h, x.f_local, x.e, true));  // accumulates onto attn_proj (beta=1)
+    add_rs_or_ar(ops, x, "tp_reduce_scatter", true);
+    ops.push_back(bda_fwd(x, "bias_dropout_add"));
+    return ops;
+  }
+  ops.push_back(norm_fwd(x, "input_norm"));
+  add_ag(ops, x, "tp_all_gather_attn", false);
+  ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, false));
+  add_cp(ops, x, "cp_kv_exchange");
+  ops.push_back(attention(job, x, false));
+  ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, false));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", false);
+  ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
+  ops.push_back(norm_fwd(x, "post_attn_norm"));
+  add_ag(ops, x, "tp_all_gather_mlp", true);
+  ops.push_back(gemm("fc1", T, x.fc1_local, x.h, x.e, true));
+  ops.push_back(act_fwd(x));
+  ops.push_back(gemm("fc2", T, x.h, x.f_local, x.e, true));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true);
+  ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
+  return ops;
+}
+
+namespace {
+
+// dgrad: dX[T,k] = dY[T,n] W^T ; wgrad: dW[k,n] = X^T[k,T] dY[T,n].
+void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                  std::int64_t k, bool ffn) {
+  ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, ffn));
+  ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, ffn));
+}
+
+// Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
+// with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
+void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool ffn) {
+  if (x.t <= 1) return;
+  if (x.sp) {
+    ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
+                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+    ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
+                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+  } else {
+    ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce,
+                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+  }
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  ops.reserve(28);
+  const bool ffn = true;
+  if (x.ptb) {
+    ops.push_back(bda_bwd(x, "bias_dropout_add_bwd"));
+    add_ag(ops, x, "tp_all_gather_grad", ffn);  // backward of the forward RS
+    add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
+    add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, false);
+    ops.push_back(act_bwd(x));
+    ops.push_back(attention(job, x, true));
+    add_cp(ops, x, "cp_kv_grad_exchange");
+    add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
+    add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
+    add_col_bwd_comm(ops, x, "shared", ffn);
+    ops.push_back(norm_bwd(x, "input_norm_bwd"));
+    return ops;
+  }
+  ops.push_back(bda_bwd(x, "bias_dropout_add_mlp_bwd"));
+  add_ag(ops, x, "tp_all_gather_grad_mlp", ffn);
+  add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
+  ops.push_back(act_bwd(x));
+  add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
+  add_col_bwd_comm(ops, x, "mlp", ffn);
+  ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
+  ops.push_back(bda_bwd(x, "bias_dropout_add_attn_bwd"));
+  add_ag(ops, x, "tp_all_gather_grad_attn", false);
+  add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, false);
+  ops.push_back(attention(job, x, true));
+  add_cp(ops, x, "cp_kv_grad_exchange");
+  add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
+  add_col_bwd_comm(ops, x, "attn", false);
+  ops.push_back(norm_bwd(x, "input_norm_bwd"));
+  return ops;
+}
+
+std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) {
+  switch (job.training.recompute) {
+    case Recompute::None: return {};
+    case Recompute::Selective: {
+      const Dims x = dims(job);
+      return {attention(job, x, false)};
+    }
+    case Recompute::Full: return layer_forward_ops(job);
+  }
+  return {};
+}
+
+std::vector<LayerOp> embedding_forward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  const double n = dd(x.tokens) * dd(x.h);
+  const bool pos = job.model.max_position_embeddings > 0 && !job.model.rope;
+  // Vocab-parallel lookup: each rank gathers the rows it owns (zeros elsewhere), then reduces.
+  ops.push_back(mem("embedding_lookup", OpKind::Elementwise, (pos ? 3.0 : 2.0) * n * x.e, pos ? 2 : 1));
+  add_rs_or_ar(ops, x, "tp_reduce_embedding", false);
+  ops.push_back(mem("embedding_dropout", OpKind::Elementwise,
+                    2.0 * resid_elems(x) * x.e + resid_elems(x), 1));
+  return ops;
+}
+
+std::vector<LayerOp> embedding_backward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  add_ag(ops, x, "tp_all_gather_embedding_grad", false);
+  // Scatter-add of dY rows into the fp32 main-grad of the table.
+  const double n = dd(x.tokens) * dd(x.h);
+  ops.push_back(mem("embedding_grad_scatter_add", OpKind::Elementwise, n * x.e + 2.0 * n * 4.0, 1));
+  return ops;
+}
+
+std::vector<LayerOp> lm_head_forward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  ops.push_back(norm_fwd(x, "final_norm"));
+  add_ag(ops, x, "tp_all_gather_head", false);
+  ops.push_back(gemm("lm_head", x.tokens, x.vocab_local, x.h, x.e, false));
+  // Vocab-parallel cross-entropy: fp32 cast, max, exp-sum, loss over T x V/t logits (3 passes
+  // over 4-byte logits + the bf16 read); the max/sum all-reduces carry only T floats.
+  const double logits = dd(x.tokens) * dd(x.vocab_local);
+  ops.push_back(mem("cross_entropy", OpKind::Elementwise, logits * (x.e + 3.0 * 4.0), 3));
+  return ops;
+}
+
+std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
+  const Dims x = dims(job);
+  std::vector<LayerOp> ops;
+  const double logits = dd(x.tokens) * dd(x.vocab_local);
+  ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
+  add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false);
+  add_col_bwd_comm(ops, x, "head", false);
+  ops.push_back(norm_bwd(x, "final_norm_bwd"));
+  return ops;
+}
+
+}  // namespace megasim

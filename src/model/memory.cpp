@@ -1,0 +1,122 @@
+// Memory per GPU. Activations follow Korthikanti et al. 2022 (formulas.md), whose 34·s·b·h term
+// is rebuilt from its parts so that GQA, FFN size, gated MLPs and PTB change it correctly:
+//   attention  3sbh + 4sbq + 4sb·g·d  (+5·a·s·s_att·b unless flash/selective)   [11sbh for MHA]
+//   MLP        3sbh + 4sbf (gated: 3sbh + 6sbf)                                 [19sbh for f=4h]
+//   norms      2sbh each (two per layer; PTB has one and saves its GEMM input once)
+// With TP+SP everything is divided by t; without SP the 10sbh of norm inputs, the QKV/FC1 inputs
+// and the dropout masks stay replicated (Korthikanti: sbh(10 + 24/t + 5as/(ht))).
+#include "megasim/model/memory.hpp"
+
+#include <algorithm>
+
+#include "megasim/model/params.hpp"
+
+namespace megasim {
+namespace {
+double dd(std::int64_t v) { return static_cast<double>(v); }
+}  // namespace
+
+double layer_activation_bytes(const JobSpec& job) {
+  const ModelSpec& m = job.model;
+  const double t = std::max(1, job.parallel.tensor_model_parallel_size);
+  const double cp = std::max(1, job.parallel.context_parallel_size);
+  const double s = dd(job.training.seq_length) / cp;
+  const double b = dd(job.training.micro_batch_size);
+  const double h = dd(m.hidden_size);
+  const double a = dd(m.num_attention_heads);
+  const double hd = dd(m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads);
+  const double g = dd(m.num_key_value_heads > 0 ? m.num_key_value_heads : m.num_attention_heads);
+  const double q = a * hd;
+  const double f = dd(m.intermediate_size > 0 ? m.intermediate_size : 4 * m.hidden_size);
+  const double span = dd(m.sliding_window ? std::min(*m.sliding_window, job.training.seq_length)
+                                          : job.training.seq_length);
+  const bool sp = job.parallel.sequence_parallel && t > 1;
+  const double sbh = s * b * h;
+
+  if (job.training.recompute == Recompute::Full) return 2.0 * sbh / (sp ? t : 1.0);
+
+  // Replicated-without-SP part (norm inputs, QKV and FC1 inputs, dropout masks) and the rest.
+  const int norms = m.use_parallel_residual ? 1 : 2;
+  const double gemm_inputs = m.use_parallel_residual ? 2.0 * sbh : 4.0 * sbh;
+  const double masks = 2.0 * sbh;  // two 1-byte dropout masks (attention and MLP branches)
+  const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
+  double sharded = s * b * (4.0 * q + 4.0 * g * hd);       // Q, K, V and context (16-bit)
+  sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
+  const bool flash = job.system.attention_kernel != "unfused";
+  if (!flash && job.training.recompute != Recompute::Selective)
+    sharded += 5.0 * a * s * span * b;  // softmax out (2), dropout mask (1), dropout out (2)
+  return (sp ? replicated / t : replicated) + sharded / t;
+}
+
+double activation_layer_units_in_flight(const JobSpec& job, int stage) {
+  const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
+  const int v = std::max(1, job.parallel.virtual_pipeline_model_parallel_size);
+  const double layers = dd(layers_on_stage(job, stage));
+  const std::int64_t dp = std::max<std::int64_t>(1, job.parallel.data_parallel_size);
+  const std::int64_t mbs = std::max<std::int64_t>(1, job.training.micro_batch_size);
+  const std::int64_t micro = std::max<std::int64_t>(1, job.training.global_batch_size / (dp * mbs));
+  if (p == 1) return layers;  // one micro-batch's activations at a time
+  if (v == 1) return layers * dd(std::min<std::int64_t>(p - stage, micro));
+  // Megatron interleaved warm-up: (p - stage - 1)*2 + (v - 1)*p chunks, plus the one in
+  // flight; each chunk holds layers/v layers. Stage 0: layers*p*(1 + (p-1)/(p*v)).
+  const std::int64_t chunks = std::min<std::int64_t>(
+      static_cast<std::int64_t>((p - stage - 1) * 2 + (v - 1) * p + 1), micro * v);
+  return layers / v * dd(chunks);
+}
+
+MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes& buf) {
+  const ModelSpec& m = job.model;
+  const int t = std::max(1, job.parallel.tensor_model_parallel_size);
+  const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
+  const int cp = std::max(1, job.parallel.context_parallel_size);
+  const double dp = dd(std::max<std::int64_t>(1, job.parallel.data_parallel_size));
+  const int zero = job.parallel.zero_stage;
+  const double params = parameters_per_gpu(job, stage);
+  // ZeRO shards over the data-parallel group (with CP, Megatron shards over DP x CP).
+  const double shard = dp * cp;
+
+  MemoryBreakdown r;
+  // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
+  r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0);
+  const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  r.gradients_bytes = params * grad_b / (zero >= 2 ? shard : 1.0);
+  // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
+  r.optimizer_states_bytes = params * 12.0 / (zero >= 1 ? shard : 1.0);
+
+  // Activations: layers in flight, plus the extra first/last-stage tensors.
+  double act = layer_activation_bytes(job) * activation_layer_units_in_flight(job, stage);
+  const double s = dd(job.training.seq_length) / cp;
+  const double b = dd(job.training.micro_batch_size);
+  const double h = dd(m.hidden_size);
+  const bool sp = job.parallel.sequence_parallel && t > 1;
+  const double sbh = s * b * h;
+  const double in_flight_mb = p == 1 ? 1.0 : dd(p - stage);
+  if (job.training.recompute == Recompute::Full) {
+    // The layer being recomputed holds its full working set during its backward.
+    JobSpec one = job;
+    one.training.recompute = Recompute::Selective;
+    act += layer_activation_bytes(one);
+  }
+  if (stage == 0) act += sbh / (sp ? t : 1) * in_flight_mb;  // embedding dropout mask
+  if (stage == p - 1) {
+    const double v_local = dd(padded_vocab_size(m, t)) / t;
+    act += 2.0 * sbh / (sp ? t : 1);          // final norm input
+    act += s * b * v_local * (2.0 + 4.0);     // bf16 logits + fp32 softmax in cross-entropy
+  }
+  r.activations_bytes = act;
+
+  // Buffers.
+  int communicators = 1;  // DP
+  if (t > 1) ++communicators;
+  if (p > 1) communicators += 2;  // PP send/recv + embedding-group
+  if (cp > 1) ++communicators;
+  double buffers = buf.cuda_context_bytes + buf.cublas_workspace_bytes +
+                   communicators * buf.nccl_bytes_per_communicator;
+  if (p > 1) buffers += 4.0 * sbh * 2.0;  // send+recv of activations and of their grads
+  if (zero >= 2) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
+  if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets
+  r.buffers_bytes = buffers;
+  return r;
+}
+
+}  // namespace megasim

@@ -1,0 +1,298 @@
+// Router: per-destination switch distances, ECMP hashing, ideal spray, single path.
+#include "megasim/net/router.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "megasim/core/rng.hpp"
+
+namespace megasim {
+
+namespace {
+constexpr std::uint8_t kUnreachable = 255;
+}  // namespace
+
+struct Router::Tables {
+  int num_switches = 0;
+  std::vector<int> switch_of_vertex;       // -1 for GPUs, NVSwitches and NICs
+  std::vector<VertexId> vertex_of_switch;
+  // Switch-to-switch out links in CSR form (ascending LinkId per switch).
+  std::vector<std::size_t> adj_begin;
+  std::vector<LinkId> adj_link;
+  std::vector<int> adj_nbr;
+  std::vector<int> tor_switch;             // ToR index -> switch index
+  std::vector<std::uint8_t> dist;          // [dst_tor * num_switches + switch]
+  std::vector<std::uint64_t> salt;         // per switch
+};
+
+struct Router::Endpoints {
+  LinkPath head;   // source GPU up to (and including) its NIC's ToR uplink
+  std::array<LinkId, 2> tail{kNoLink, kNoLink};  // ToR -> NIC -> GPU; valid if src_tor >= 0
+  int src_tor = -1;  // -1: no switch part (intra-node transfer)
+  int dst_tor = -1;
+};
+
+Router::Router(const Fabric& fabric, Routing policy, std::uint64_t seed)
+    : fabric_(fabric), policy_(policy), seed_(seed) {
+  auto t = std::make_shared<Tables>();
+  const std::size_t nv = fabric_.num_vertices();
+  t->switch_of_vertex.assign(nv, -1);
+  for (VertexKind kind : {VertexKind::Tor, VertexKind::Agg, VertexKind::Spine}) {
+    for (std::size_t i = 0; i < fabric_.num_vertices_of(kind); ++i) {
+      const VertexId v = fabric_.vertex_of(kind, static_cast<int>(i));
+      t->switch_of_vertex[v] = static_cast<int>(t->vertex_of_switch.size());
+      t->vertex_of_switch.push_back(v);
+    }
+  }
+  const int ns = static_cast<int>(t->vertex_of_switch.size());
+  t->num_switches = ns;
+  t->adj_begin.push_back(0);
+  for (int s = 0; s < ns; ++s) {
+    const VertexId v = t->vertex_of_switch[static_cast<std::size_t>(s)];
+    for (LinkId l : fabric_.out_links(v)) {
+      const int nbr = t->switch_of_vertex[fabric_.link_dst(l)];
+      if (nbr < 0) continue;
+      t->adj_link.push_back(l);
+      t->adj_nbr.push_back(nbr);
+    }
+    t->adj_begin.push_back(t->adj_link.size());
+    t->salt.push_back(stable_hash({seed_, static_cast<std::uint64_t>(v)}));
+  }
+  const int num_tors = fabric_.num_tors();
+  for (int tor = 0; tor < num_tors; ++tor) {
+    t->tor_switch.push_back(t->switch_of_vertex[fabric_.vertex_of(VertexKind::Tor, tor)]);
+  }
+  // Links are full duplex, so the distance *to* a ToR is a BFS from it.
+  const auto nsu = static_cast<std::size_t>(ns);
+  t->dist.assign(static_cast<std::size_t>(num_tors) * nsu, kUnreachable);
+  std::vector<int> queue;
+  queue.reserve(nsu);
+  for (int tor = 0; tor < num_tors; ++tor) {
+    std::uint8_t* d = t->dist.data() + static_cast<std::size_t>(tor) * nsu;
+    queue.assign(1, t->tor_switch[static_cast<std::size_t>(tor)]);
+    d[queue[0]] = 0;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const int s = queue[head];
+      for (std::size_t i = t->adj_begin[static_cast<std::size_t>(s)];
+           i < t->adj_begin[static_cast<std::size_t>(s) + 1]; ++i) {
+        const int n = t->adj_nbr[i];
+        if (d[n] != kUnreachable || d[s] + 1 >= kUnreachable) continue;
+        d[n] = static_cast<std::uint8_t>(d[s] + 1);
+        queue.push_back(n);
+      }
+    }
+  }
+  tables_ = std::move(t);
+}
+
+int Router::tor_distance(int src_tor, int dst_tor) const {
+  const Tables& t = *tables_;
+  const int d = t.dist.at(static_cast<std::size_t>(dst_tor) *
+                              static_cast<std::size_t>(t.num_switches) +
+                          static_cast<std::size_t>(t.tor_switch.at(static_cast<std::size_t>(src_tor))));
+  return d == kUnreachable ? -1 : d;
+}
+
+void Router::append_candidates(int sw, int dst_tor, std::vector<LinkId>& out) const {
+  const Tables& t = *tables_;
+  const std::uint8_t* d =
+      t.dist.data() + static_cast<std::size_t>(dst_tor) * static_cast<std::size_t>(t.num_switches);
+  const std::uint8_t here = d[sw];
+  if (here == 0) return;
+  if (here == kUnreachable) throw std::logic_error("Router: destination ToR unreachable");
+  for (std::size_t i = t.adj_begin[static_cast<std::size_t>(sw)];
+       i < t.adj_begin[static_cast<std::size_t>(sw) + 1]; ++i) {
+    if (d[t.adj_nbr[i]] + 1 == here) out.push_back(t.adj_link[i]);
+  }
+}
+
+std::vector<LinkId> Router::next_hops(VertexId sw, int dst_tor) const {
+  std::vector<LinkId> out;
+  const int s = tables_->switch_of_vertex.at(sw);
+  if (s < 0) throw std::invalid_argument("Router::next_hops: vertex is not a switch");
+  append_candidates(s, dst_tor, out);
+  return out;
+}
+
+Router::Endpoints Router::endpoints(int src, int dst) const {
+  Endpoints e;
+  e.head.reserve(12);  // room for the whole path: it is extended in place
+  const GpuLinks& d = fabric_.gpu_links(dst);
+  const int src_node = fabric_.node_of_gpu(src);
+  if (src_node == fabric_.node_of_gpu(dst)) {
+    e.head.push_back(fabric_.gpu_links(src).to_nvswitch);
+    e.head.push_back(d.from_nvswitch);
+    return e;
+  }
+  int origin = src;
+  if (fabric_.topology() == Topology::RailOnly &&
+      fabric_.rail_of_gpu(src) != fabric_.rail_of_gpu(dst)) {
+    // No switch joins two rails: hop over NVLink to the local GPU on the destination rail.
+    origin = fabric_.gpu_on_rail(src_node, fabric_.rail_of_gpu(dst));
+    e.head.push_back(fabric_.gpu_links(src).to_nvswitch);
+    e.head.push_back(fabric_.gpu_links(origin).from_nvswitch);
+  }
+  const GpuLinks& o = fabric_.gpu_links(origin);
+  e.head.push_back(o.to_nic);
+  e.head.push_back(o.nic_to_tor);
+  e.tail = {d.tor_to_nic, d.from_nic};
+  e.src_tor = fabric_.tor_of_gpu(origin);
+  e.dst_tor = fabric_.tor_of_gpu(dst);
+  return e;
+}
+
+void Router::hashed_walk(int src_tor, int dst_tor, const std::uint64_t key[3],
+                         LinkPath& out) const {
+  // Two passes over a switch's links (count, then select) instead of a candidate list:
+  // this runs for every transfer of a simulated step, so it allocates nothing.
+  const Tables& t = *tables_;
+  const std::uint8_t* d =
+      t.dist.data() + static_cast<std::size_t>(dst_tor) * static_cast<std::size_t>(t.num_switches);
+  int sw = t.tor_switch[static_cast<std::size_t>(src_tor)];
+  while (d[sw] != 0) {
+    if (d[sw] == kUnreachable) throw std::logic_error("Router: destination ToR unreachable");
+    const std::size_t begin = t.adj_begin[static_cast<std::size_t>(sw)];
+    const std::size_t end = t.adj_begin[static_cast<std::size_t>(sw) + 1];
+    std::uint64_t k = 0;
+    for (std::size_t i = begin; i < end; ++i) k += d[t.adj_nbr[i]] + 1 == d[sw];
+    std::uint64_t pick = 0;
+    if (policy_ == Routing::Ecmp && k > 1) {
+      pick = stable_hash({key[0], key[1], key[2], t.salt[static_cast<std::size_t>(sw)]}) % k;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      if (d[t.adj_nbr[i]] + 1 != d[sw]) continue;
+      if (pick-- == 0) {
+        out.push_back(t.adj_link[i]);
+        sw = t.adj_nbr[i];
+        break;
+      }
+    }
+  }
+}
+
+std::vector<WeightedPath> Router::spray_walk(int src_tor, int dst_tor) const {
+  const Tables& t = *tables_;
+  struct Partial {
+    LinkPath links;
+    int sw;
+    double weight;
+  };
+  std::vector<Partial> frontier{{{}, t.tor_switch[static_cast<std::size_t>(src_tor)], 1.0}};
+  std::vector<Partial> next;
+  std::vector<LinkId> cands;
+  std::map<int, std::size_t> dealt;  // per switch: paths dealt so far on a down hop
+  // Every partial path sits at the same distance from the destination, so layers advance
+  // together and all paths arrive at once.
+  for (;;) {
+    next.clear();
+    dealt.clear();
+    for (Partial& p : frontier) {
+      cands.clear();
+      append_candidates(p.sw, dst_tor, cands);
+      if (cands.empty()) return std::vector<WeightedPath>();  // unreachable by construction
+      const bool up = std::any_of(cands.begin(), cands.end(),
+                                  [&](LinkId l) { return fabric_.link_is_up(l); });
+      if (up) {
+        const double w = p.weight / static_cast<double>(cands.size());
+        for (LinkId l : cands) {
+          Partial q{p.links, t.switch_of_vertex[fabric_.link_dst(l)], w};
+          q.links.push_back(l);
+          next.push_back(std::move(q));
+        }
+      } else {
+        const LinkId l = cands[dealt[p.sw]++ % cands.size()];
+        p.links.push_back(l);
+        p.sw = t.switch_of_vertex[fabric_.link_dst(l)];
+        next.push_back(std::move(p));
+      }
+    }
+    frontier.swap(next);
+    if (frontier.front().sw == t.tor_switch[static_cast<std::size_t>(dst_tor)]) break;
+  }
+  std::vector<WeightedPath> out;
+  out.reserve(frontier.size());
+  for (Partial& p : frontier) out.push_back(WeightedPath{std::move(p.links), p.weight, 0.0});
+  return out;
+}
+
+double Router::path_latency_s(const LinkPath& links) const {
+  double s = 0;
+  for (LinkId l : links) s += fabric_.link_latency_s(l);
+  return s;
+}
+
+std::vector<WeightedPath> Router::paths(int src, int dst, std::uint64_t queue_pair) const {
+  if (src < 0 || dst < 0 || src >= fabric_.num_gpus() || dst >= fabric_.num_gpus()) {
+    throw std::out_of_range("Router::paths: GPU id out of range");
+  }
+  if (src == dst) return {WeightedPath{}};
+  Endpoints e = endpoints(src, dst);
+  std::vector<WeightedPath> out;
+  if (e.src_tor < 0) {
+    out.push_back(WeightedPath{std::move(e.head), 1.0, 0.0});
+  } else if (e.src_tor == e.dst_tor) {
+    out.push_back(WeightedPath{std::move(e.head), 1.0, 0.0});
+    out.back().links.insert(out.back().links.end(), e.tail.begin(), e.tail.end());
+  } else if (policy_ == Routing::IdealSpray) {
+    out = spray_walk(e.src_tor, e.dst_tor);
+    for (WeightedPath& p : out) {
+      LinkPath full = e.head;
+      full.insert(full.end(), p.links.begin(), p.links.end());
+      full.insert(full.end(), e.tail.begin(), e.tail.end());
+      p.links = std::move(full);
+    }
+  } else {
+    const std::uint64_t key[3] = {static_cast<std::uint64_t>(src), static_cast<std::uint64_t>(dst),
+                                  queue_pair};
+    out.push_back(WeightedPath{std::move(e.head), 1.0, 0.0});
+    LinkPath& links = out.back().links;
+    hashed_walk(e.src_tor, e.dst_tor, key, links);
+    links.insert(links.end(), e.tail.begin(), e.tail.end());
+  }
+  for (WeightedPath& p : out) p.latency_s = path_latency_s(p.links);
+  return out;
+}
+
+std::vector<LinkShare> Router::link_shares(int src, int dst, std::uint64_t queue_pair) const {
+  std::map<LinkId, double> share;
+  if (policy_ == Routing::IdealSpray && src != dst) {
+    Endpoints e = endpoints(src, dst);
+    for (LinkId l : e.head) share[l] += 1.0;
+    if (e.src_tor >= 0) {
+      for (LinkId l : e.tail) share[l] += 1.0;
+    }
+    if (e.src_tor >= 0 && e.src_tor != e.dst_tor) {
+      // Exact per-hop even split, layer by layer.
+      std::map<int, double> layer{{tables_->tor_switch[static_cast<std::size_t>(e.src_tor)], 1.0}};
+      std::vector<LinkId> cands;
+      while (true) {
+        std::map<int, double> next;
+        for (const auto& [sw, frac] : layer) {
+          cands.clear();
+          append_candidates(sw, e.dst_tor, cands);
+          for (LinkId l : cands) {
+            const double f = frac / static_cast<double>(cands.size());
+            share[l] += f;
+            next[tables_->switch_of_vertex[fabric_.link_dst(l)]] += f;
+          }
+        }
+        if (next.empty()) break;
+        layer.swap(next);
+      }
+    }
+  } else {
+    for (const WeightedPath& p : paths(src, dst, queue_pair)) {
+      for (LinkId l : p.links) share[l] += p.weight;
+    }
+  }
+  std::vector<LinkShare> out;
+  out.reserve(share.size());
+  for (const auto& [l, f] : share) out.push_back(LinkShare{l, f});
+  return out;
+}
+
+}  // namespace megasim

@@ -1,0 +1,250 @@
+#include "megasim/net/flow_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace megasim {
+
+namespace {
+
+// Below this a flow has delivered everything (B3: treat remaining < 1e-6 bytes as done).
+constexpr double kDoneBytes = 1e-6;
+
+double elapsed_s(SimTime from, SimTime to) { return (to - from).seconds(); }
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
+    : engine_(engine),
+      solver_(link_capacity_Bps),
+      link_bytes_(link_capacity_Bps.size(), 0.0),
+      link_busy_ps_(link_capacity_Bps.size(), 0),
+      link_busy_since_ps_(link_capacity_Bps.size(), 0),
+      link_active_(link_capacity_Bps.size(), 0) {}
+
+FlowNetwork::NetFlow* FlowNetwork::lookup(FlowId id) {
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  const auto gen = static_cast<std::uint32_t>(id >> 32);
+  if (slot >= flows_.size() || !flows_[slot].live || flows_[slot].gen != gen) return nullptr;
+  return &flows_[slot];
+}
+
+const FlowNetwork::NetFlow* FlowNetwork::lookup(FlowId id) const {
+  return const_cast<FlowNetwork*>(this)->lookup(id);  // NOLINT: same lookup, read-only use
+}
+
+bool FlowNetwork::is_active(FlowId id) const { return lookup(id) != nullptr; }
+
+double FlowNetwork::flow_rate_Bps(FlowId id) const {
+  const NetFlow* f = lookup(id);
+  return f == nullptr ? 0.0 : f->rate_Bps;
+}
+
+double FlowNetwork::flow_remaining_bytes(FlowId id) const {
+  const NetFlow* f = lookup(id);
+  if (f == nullptr) return 0.0;
+  if (!f->transferring || f->rate_Bps <= 0.0) return f->remaining_bytes;
+  const double moved = f->rate_Bps * elapsed_s(f->last_update, engine_.now());
+  return std::max(0.0, f->remaining_bytes - moved);
+}
+
+FlowId FlowNetwork::start_flow(FlowRequest request) {
+  if (!(request.bytes >= 0.0) || !std::isfinite(request.bytes)) {
+    throw std::invalid_argument("FlowNetwork: bytes must be finite and >= 0");
+  }
+  if (!(request.latency_s >= 0.0) || !std::isfinite(request.latency_s)) {
+    throw std::invalid_argument("FlowNetwork: latency_s must be finite and >= 0");
+  }
+  if (request.multiplicity < 1) throw std::invalid_argument("FlowNetwork: multiplicity < 1");
+  if (!(request.rate_cap_Bps > 0.0)) throw std::invalid_argument("FlowNetwork: rate cap <= 0");
+  for (LinkId link : request.path) {
+    if (link >= link_bytes_.size()) {
+      throw std::invalid_argument("FlowNetwork: link id " + std::to_string(link) +
+                                  " out of range");
+    }
+  }
+
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  NetFlow& f = flows_[slot];
+  const std::string name =
+      request.name.empty() ? "flow " + std::to_string(started_) : request.name;
+  f.req = std::move(request);
+  f.req.name.clear();
+  f.live = true;
+  f.transferring = false;
+  f.remaining_bytes = f.req.bytes;
+  f.rate_Bps = 0.0;
+  f.last_update = engine_.now();
+  f.task = engine_.begin_task(name);
+  ++active_;
+  ++started_;
+  const FlowId id = pack(slot, f.gen);
+
+  const SimTime latency = SimTime::from_seconds(f.req.latency_s);
+  if (latency == SimTime()) {
+    activate(slot);
+  } else {
+    f.event = engine_.schedule_after(latency, [this, slot] {
+      flows_[slot].event = kNoEvent;
+      activate(slot);
+    });
+  }
+  return id;
+}
+
+void FlowNetwork::activate(std::uint32_t slot) {
+  NetFlow& f = flows_[slot];
+  f.last_update = engine_.now();
+  const bool local = f.req.path.empty();
+  if (f.remaining_bytes < kDoneBytes || (local && std::isinf(f.req.rate_cap_Bps))) {
+    // Nothing to transfer: complete in a separate event so on_complete never runs inside
+    // the caller's start_flow().
+    f.remaining_bytes = 0.0;
+    f.event = engine_.schedule_after(SimTime(), [this, slot] {
+      flows_[slot].event = kNoEvent;
+      finish(slot);
+    });
+    return;
+  }
+  f.transferring = true;
+  if (local) {
+    f.rate_Bps = f.req.rate_cap_Bps;
+    schedule_completion(slot);
+    return;
+  }
+  f.handle = solver_.add_flow(f.req.path, f.req.rate_cap_Bps, f.req.multiplicity);
+  if (solver_to_net_.size() <= f.handle.slot) solver_to_net_.resize(f.handle.slot + 1);
+  solver_to_net_[f.handle.slot] = slot;
+  const std::int64_t now_ps = engine_.now().ps();
+  for (LinkId link : f.req.path) {
+    if (link_active_[link]++ == 0) link_busy_since_ps_[link] = now_ps;
+  }
+  request_resolve();
+}
+
+void FlowNetwork::advance(NetFlow& f) {
+  const SimTime now = engine_.now();
+  if (now > f.last_update && f.rate_Bps > 0.0) {
+    const double moved =
+        std::min(f.remaining_bytes, f.rate_Bps * elapsed_s(f.last_update, now));
+    f.remaining_bytes -= moved;
+    const double on_links = moved * static_cast<double>(f.req.multiplicity);
+    for (LinkId link : f.req.path) link_bytes_[link] += on_links;
+  }
+  f.last_update = now;
+}
+
+void FlowNetwork::schedule_completion(std::uint32_t slot) {
+  NetFlow& f = flows_[slot];
+  if (f.event != kNoEvent) engine_.cancel(f.event);
+  f.event = kNoEvent;
+  if (!(f.rate_Bps > 0.0)) return;  // stalled: stays open, reported as unfinished
+  // Round up so a flow never finishes early; the slack of a few ulps keeps an exact quotient
+  // (S/C = 2e11 ps) from gaining a picosecond through rounding noise.
+  const double exact_ps = f.remaining_bytes / f.rate_Bps * 1e12;
+  const double delay_ps = std::ceil(exact_ps - exact_ps * 4e-16);
+  const double room_ps = static_cast<double>(SimTime::max().ps() - engine_.now().ps());
+  if (!(delay_ps < room_ps)) return;  // beyond the end of time: equivalent to stalled
+  f.event = engine_.schedule_after(SimTime::from_ps(static_cast<std::int64_t>(delay_ps)),
+                                   [this, slot] { on_completion_event(slot); });
+}
+
+void FlowNetwork::on_completion_event(std::uint32_t slot) {
+  NetFlow& f = flows_[slot];
+  f.event = kNoEvent;
+  const double moved = f.rate_Bps * elapsed_s(f.last_update, engine_.now());
+  const double left = f.remaining_bytes - moved;
+  // Up to two picoseconds' worth of bytes may be left by rounding; more means the rate was
+  // changed without rescheduling, which would be a bug: be safe and keep going.
+  if (left > kDoneBytes && left > f.rate_Bps * 2e-12) {
+    advance(f);
+    schedule_completion(slot);
+    return;
+  }
+  // Credit exactly what was left so the link byte counts are conserved.
+  const double on_links = f.remaining_bytes * static_cast<double>(f.req.multiplicity);
+  for (LinkId link : f.req.path) link_bytes_[link] += on_links;
+  f.remaining_bytes = 0.0;
+  f.last_update = engine_.now();
+  finish(slot);
+}
+
+void FlowNetwork::finish(std::uint32_t slot) {
+  NetFlow& f = flows_[slot];
+  if (f.transferring && !f.req.path.empty()) {
+    solver_.remove_flow(f.handle);
+    const std::int64_t now_ps = engine_.now().ps();
+    for (LinkId link : f.req.path) {
+      if (--link_active_[link] == 0) link_busy_ps_[link] += now_ps - link_busy_since_ps_[link];
+    }
+    request_resolve();
+  }
+  engine_.end_task(f.task);
+  std::function<void()> on_complete = std::move(f.req.on_complete);
+  f.req = FlowRequest();
+  f.live = false;
+  f.transferring = false;
+  f.rate_Bps = 0.0;
+  if (++f.gen == 0) f.gen = 1;
+  free_slots_.push_back(slot);
+  --active_;
+  ++completed_;
+  if (on_complete) on_complete();  // last: it may start flows and grow flows_
+}
+
+void FlowNetwork::request_resolve() {
+  if (resolve_pending_) return;
+  resolve_pending_ = true;
+  // One re-solve per timestamp: it runs after the events already queued for now, so flows
+  // that finish or start together are solved together.
+  engine_.schedule_after(SimTime(), [this] { resolve(); });
+}
+
+void FlowNetwork::resolve() {
+  resolve_pending_ = false;
+  solver_.solve();
+  for (const FlowHandle& h : solver_.changed_flows()) {
+    const std::uint32_t slot = solver_to_net_[h.slot];
+    NetFlow& f = flows_[slot];
+    advance(f);  // at the old rate, up to now
+    f.rate_Bps = solver_.rate_Bps(h);
+    schedule_completion(slot);
+  }
+}
+
+double FlowNetwork::link_bytes(LinkId link) const {
+  if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+  return link_bytes_[link];
+}
+
+double FlowNetwork::link_busy_s(LinkId link) const {
+  if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+  std::int64_t busy = link_busy_ps_[link];
+  if (link_active_[link] > 0) busy += engine_.now().ps() - link_busy_since_ps_[link];
+  return SimTime::from_ps(busy).seconds();
+}
+
+std::vector<std::pair<LinkId, double>> FlowNetwork::busiest_links(std::size_t k) const {
+  std::vector<std::pair<LinkId, double>> links;
+  for (std::size_t i = 0; i < link_bytes_.size(); ++i) {
+    if (link_bytes_[i] > 0.0) links.emplace_back(static_cast<LinkId>(i), link_bytes_[i]);
+  }
+  const auto more = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  const std::size_t n = std::min(k, links.size());
+  std::partial_sort(links.begin(), links.begin() + static_cast<std::ptrdiff_t>(n), links.end(),
+                    more);
+  links.resize(n);
+  return links;
+}
+
+}  // namespace megasim

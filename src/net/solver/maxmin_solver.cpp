@@ -1,0 +1,269 @@
+#include "megasim/net/maxmin_solver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "megasim/core/units.hpp"
+
+namespace megasim {
+
+namespace {
+
+// Min-heap on (share, link): the link id breaks ties so the freezing order, and hence the
+// floating-point rounding of every rate, is deterministic.
+struct HeapLater {
+  template <class Item>
+  bool operator()(const Item& a, const Item& b) const {
+    return a.share_Bps != b.share_Bps ? a.share_Bps > b.share_Bps : a.link > b.link;
+  }
+};
+
+// Weights are sums of integer multiplicities; anything below one half is zero.
+constexpr double kZeroWeight = 0.5;
+
+}  // namespace
+
+MaxMinSolver::MaxMinSolver(std::vector<double> link_capacity_Bps)
+    : capacity_(std::move(link_capacity_Bps)),
+      link_flows_(capacity_.size()),
+      link_state_(capacity_.size()),
+      link_dirty_(capacity_.size(), 0) {
+  for (std::size_t i = 0; i < capacity_.size(); ++i) {
+    if (!(capacity_[i] >= 0.0)) {
+      throw std::invalid_argument("MaxMinSolver: capacity of link " + std::to_string(i) +
+                                  " must be >= 0 and not NaN");
+    }
+  }
+}
+
+void MaxMinSolver::check_link(LinkId link) const {
+  if (link >= capacity_.size()) {
+    throw std::invalid_argument("MaxMinSolver: link id " + std::to_string(link) +
+                                " out of range (" + std::to_string(capacity_.size()) +
+                                " links)");
+  }
+}
+
+const MaxMinSolver::Flow& MaxMinSolver::flow_at(FlowHandle h) const {
+  if (!valid(h)) throw std::invalid_argument("MaxMinSolver: stale or invalid flow handle");
+  return flows_[h.slot];
+}
+
+bool MaxMinSolver::valid(FlowHandle h) const {
+  return h.slot < flows_.size() && flows_[h.slot].live && flows_[h.slot].gen == h.gen;
+}
+
+double MaxMinSolver::rate_Bps(FlowHandle h) const { return flow_at(h).rate_Bps; }
+double MaxMinSolver::cap_Bps(FlowHandle h) const { return flow_at(h).cap_Bps; }
+int MaxMinSolver::multiplicity(FlowHandle h) const { return flow_at(h).multiplicity; }
+const LinkPath& MaxMinSolver::path(FlowHandle h) const { return flow_at(h).path; }
+
+double MaxMinSolver::link_capacity_Bps(LinkId link) const {
+  check_link(link);
+  return capacity_[link];
+}
+
+std::size_t MaxMinSolver::flows_on_link(LinkId link) const {
+  check_link(link);
+  return link_flows_[link].size();
+}
+
+double MaxMinSolver::link_load_Bps(LinkId link) const {
+  check_link(link);
+  double load = 0.0;
+  for (const LinkEntry& e : link_flows_[link]) {
+    load += flows_[e.flow].rate_Bps * flows_[e.flow].weight;
+  }
+  return load;
+}
+
+void MaxMinSolver::mark_dirty(LinkId link) {
+  if (link_dirty_[link] == 0) {
+    link_dirty_[link] = 1;
+    dirty_links_.push_back(link);
+  }
+}
+
+FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int multiplicity) {
+  if (multiplicity < 1) throw std::invalid_argument("MaxMinSolver: multiplicity must be >= 1");
+  if (!(cap_Bps > 0.0)) throw std::invalid_argument("MaxMinSolver: rate cap must be > 0");
+  for (LinkId link : path) check_link(link);
+
+  std::uint32_t slot;
+  if (!free_flows_.empty()) {
+    slot = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[slot];
+  f.path.assign(path.begin(), path.end());  // reuses the slot's old capacity
+  f.pos.resize(path.size());
+  f.cap_Bps = cap_Bps;
+  f.multiplicity = multiplicity;
+  f.weight = static_cast<double>(multiplicity);
+  f.live = true;
+  f.frozen = false;
+  f.fresh = !path.empty();
+  // With no link to share, the flow runs at its own cap at once.
+  f.rate_Bps = path.empty() ? cap_Bps : 0.0;
+  for (std::size_t hop = 0; hop < path.size(); ++hop) {
+    auto& entries = link_flows_[path[hop]];
+    f.pos[hop] = static_cast<std::uint32_t>(entries.size());
+    entries.push_back(LinkEntry{slot, static_cast<std::uint32_t>(hop)});
+    mark_dirty(path[hop]);
+  }
+  ++live_flows_;
+  return FlowHandle{slot, f.gen};
+}
+
+void MaxMinSolver::remove_flow(FlowHandle h) {
+  if (!valid(h)) throw std::invalid_argument("MaxMinSolver: remove of stale flow handle");
+  Flow& f = flows_[h.slot];
+  for (std::size_t hop = 0; hop < f.path.size(); ++hop) {
+    const LinkId link = f.path[hop];
+    auto& entries = link_flows_[link];
+    const std::uint32_t idx = f.pos[hop];
+    const LinkEntry moved = entries.back();
+    entries[idx] = moved;
+    flows_[moved.flow].pos[moved.hop] = idx;
+    entries.pop_back();
+    mark_dirty(link);
+  }
+  f.path.clear();
+  f.live = false;
+  f.rate_Bps = 0.0;
+  if (++f.gen == 0) f.gen = 1;
+  free_flows_.push_back(h.slot);
+  --live_flows_;
+}
+
+void MaxMinSolver::collect_component(LinkId seed) {
+  if (link_state_[seed].stamp == epoch_) return;
+  link_state_[seed].stamp = epoch_;
+  bfs_.clear();
+  bfs_.push_back(seed);
+  while (!bfs_.empty()) {
+    const LinkId link = bfs_.back();
+    bfs_.pop_back();
+    comp_links_.push_back(link);
+    for (const LinkEntry& e : link_flows_[link]) {
+      Flow& f = flows_[e.flow];
+      if (f.stamp == epoch_) continue;
+      f.stamp = epoch_;
+      comp_flows_.push_back(e.flow);
+      for (LinkId next : f.path) {
+        if (link_state_[next].stamp != epoch_) {
+          link_state_[next].stamp = epoch_;
+          bfs_.push_back(next);
+        }
+      }
+    }
+  }
+}
+
+void MaxMinSolver::solve() {
+  changed_.clear();
+  if (dirty_links_.empty()) return;
+  if (++epoch_ == 0) {  // stamps wrapped: clear them so no stale stamp matches
+    for (auto& s : link_state_) s.stamp = 0;
+    for (auto& f : flows_) f.stamp = 0;
+    epoch_ = 1;
+  }
+  comp_flows_.clear();
+  comp_links_.clear();
+  // Dirty components are independent, so filling their union at once gives the same rates.
+  for (LinkId link : dirty_links_) {
+    link_dirty_[link] = 0;
+    collect_component(link);
+  }
+  dirty_links_.clear();
+  fill_component();
+  std::sort(changed_.begin(), changed_.end(),
+            [](const FlowHandle& a, const FlowHandle& b) { return a.slot < b.slot; });
+  ++solves_;
+  flows_resolved_ += comp_flows_.size();
+}
+
+void MaxMinSolver::freeze(std::uint32_t slot, double rate_Bps) {
+  Flow& f = flows_[slot];
+  f.frozen = true;
+  for (LinkId link : f.path) {
+    LinkState& s = link_state_[link];
+    s.remaining_Bps -= rate_Bps * f.weight;
+    s.weight -= f.weight;
+    if (s.weight > kZeroWeight) {
+      ++s.version;
+      heap_.push_back(HeapItem{std::max(0.0, s.remaining_Bps) / s.weight, link, s.version});
+      std::push_heap(heap_.begin(), heap_.end(), HeapLater{});
+    }
+  }
+  if (f.fresh || !nearly_equal(f.rate_Bps, rate_Bps)) {
+    f.fresh = false;
+    f.rate_Bps = rate_Bps;
+    changed_.push_back(FlowHandle{slot, f.gen});
+  }
+}
+
+void MaxMinSolver::fill_component() {
+  for (LinkId link : comp_links_) {
+    LinkState& s = link_state_[link];
+    s.remaining_Bps = capacity_[link];
+    s.weight = 0.0;
+  }
+  capped_.clear();
+  for (std::uint32_t slot : comp_flows_) {
+    Flow& f = flows_[slot];
+    f.frozen = false;
+    for (LinkId link : f.path) link_state_[link].weight += f.weight;
+    if (std::isfinite(f.cap_Bps)) capped_.push_back(slot);
+  }
+  std::sort(capped_.begin(), capped_.end(), [this](std::uint32_t a, std::uint32_t b) {
+    const double ca = flows_[a].cap_Bps;
+    const double cb = flows_[b].cap_Bps;
+    return ca != cb ? ca < cb : a < b;
+  });
+  heap_.clear();
+  for (LinkId link : comp_links_) {
+    LinkState& s = link_state_[link];
+    ++s.version;
+    if (s.weight > kZeroWeight) heap_.push_back(HeapItem{s.remaining_Bps / s.weight, link, s.version});
+  }
+  std::make_heap(heap_.begin(), heap_.end(), HeapLater{});
+
+  std::size_t next_cap = 0;
+  while (true) {
+    while (!heap_.empty()) {
+      const HeapItem& top = heap_.front();
+      const LinkState& s = link_state_[top.link];
+      if (top.version == s.version && s.weight > kZeroWeight) break;
+      std::pop_heap(heap_.begin(), heap_.end(), HeapLater{});
+      heap_.pop_back();
+    }
+    while (next_cap < capped_.size() && flows_[capped_[next_cap]].frozen) ++next_cap;
+    const bool have_link = !heap_.empty();
+    const bool have_cap = next_cap < capped_.size();
+    if (!have_link && !have_cap) break;
+
+    if (have_cap && (!have_link || flows_[capped_[next_cap]].cap_Bps <= heap_.front().share_Bps)) {
+      // The flow's own cap binds before any link saturates: it keeps its cap.
+      const std::uint32_t slot = capped_[next_cap++];
+      freeze(slot, flows_[slot].cap_Bps);
+      continue;
+    }
+    // The link with the smallest fair share saturates: every unfrozen flow on it gets that
+    // share, which is the largest rate on the link (the max-min bottleneck condition).
+    const LinkId link = heap_.front().link;
+    const double share_Bps = heap_.front().share_Bps;
+    std::pop_heap(heap_.begin(), heap_.end(), HeapLater{});
+    heap_.pop_back();
+    for (const LinkEntry& e : link_flows_[link]) {
+      if (!flows_[e.flow].frozen) freeze(e.flow, share_Bps);
+    }
+  }
+}
+
+}  // namespace megasim

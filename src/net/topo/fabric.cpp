@@ -1,0 +1,158 @@
+// Fabric accessors and naming; the graph itself is filled by the builders.
+#include "megasim/net/fabric.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "net/topo/fabric_impl.hpp"
+
+namespace megasim {
+
+const char* to_string(VertexKind kind) {
+  switch (kind) {
+    case VertexKind::Gpu: return "gpu";
+    case VertexKind::NvSwitch: return "nvswitch";
+    case VertexKind::Nic: return "nic";
+    case VertexKind::Tor: return "tor";
+    case VertexKind::Agg: return "agg";
+    case VertexKind::Spine: return "spine";
+  }
+  return "?";
+}
+
+const char* to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::NvLink: return "nvlink";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::NicTor: return "nic-tor";
+    case LinkKind::TorAgg: return "tor-agg";
+    case LinkKind::AggSpine: return "agg-spine";
+    case LinkKind::TorSpine: return "tor-spine";
+  }
+  return "?";
+}
+
+bool is_switch_link(LinkKind kind) {
+  return kind == LinkKind::TorAgg || kind == LinkKind::AggSpine || kind == LinkKind::TorSpine;
+}
+
+VertexId FabricImpl::add_vertex(VertexKind kind, int index) {
+  const auto v = static_cast<VertexId>(boost::add_vertex(VertexInfo{kind, index}, graph));
+  by_kind[static_cast<std::size_t>(kind)].push_back(v);
+  out.emplace_back();
+  return v;
+}
+
+LinkId FabricImpl::add_link(VertexId a, VertexId b, LinkKind kind, double capacity,
+                            double latency_ab_s, double latency_ba_s, int parallel_index,
+                            bool has_parallel) {
+  const auto ab = static_cast<LinkId>(links.size());
+  const auto pidx = static_cast<std::uint16_t>(parallel_index);
+  links.push_back(LinkInfo{a, b, latency_ab_s, kind, pidx, has_parallel});
+  links.push_back(LinkInfo{b, a, latency_ba_s, kind, pidx, has_parallel});
+  capacity_Bps.push_back(capacity);
+  capacity_Bps.push_back(capacity);
+  boost::add_edge(a, b, EdgeInfo{ab}, graph);
+  boost::add_edge(b, a, EdgeInfo{ab + 1}, graph);
+  out[a].push_back(ab);
+  out[b].push_back(ab + 1);
+  return ab;
+}
+
+void FabricImpl::add_parallel_links(VertexId a, VertexId b, LinkKind kind, double capacity,
+                                    double latency_s, int count) {
+  for (int i = 0; i < count; ++i) {
+    add_link(a, b, kind, capacity, latency_s, latency_s, i, count > 1);
+  }
+}
+
+Fabric::Fabric(std::shared_ptr<const FabricImpl> impl) : impl_(std::move(impl)) {
+  if (!impl_) throw std::invalid_argument("Fabric: null implementation");
+}
+
+const ClusterSpec& Fabric::cluster() const { return impl_->cluster; }
+const FabricLayout& Fabric::layout() const { return impl_->layout; }
+std::size_t Fabric::num_links() const { return impl_->links.size(); }
+const std::vector<double>& Fabric::link_capacity_Bps() const { return impl_->capacity_Bps; }
+double Fabric::link_latency_s(LinkId link) const { return impl_->links.at(link).latency_s; }
+LinkKind Fabric::link_kind(LinkId link) const { return impl_->links.at(link).kind; }
+VertexId Fabric::link_src(LinkId link) const { return impl_->links.at(link).src; }
+VertexId Fabric::link_dst(LinkId link) const { return impl_->links.at(link).dst; }
+
+bool Fabric::link_is_up(LinkId link) const {
+  const LinkInfo& l = impl_->links.at(link);
+  return vertex_kind(l.src) < vertex_kind(l.dst);
+}
+
+std::string Fabric::link_name(LinkId link) const {
+  const LinkInfo& l = impl_->links.at(link);
+  std::string name = vertex_name(l.src) + "->" + vertex_name(l.dst);
+  if (l.has_parallel) name += "#" + std::to_string(l.parallel_index);
+  return name;
+}
+
+std::size_t Fabric::num_vertices() const { return impl_->out.size(); }
+
+VertexKind Fabric::vertex_kind(VertexId v) const { return impl_->graph[v].kind; }
+int Fabric::vertex_index(VertexId v) const { return impl_->graph[v].index; }
+
+std::string Fabric::vertex_name(VertexId v) const {
+  const VertexInfo& info = impl_->graph[v];
+  const int per_node = impl_->layout.gpus_per_node;
+  const int rails = impl_->layout.rails;
+  switch (info.kind) {
+    case VertexKind::Gpu:
+      return "node" + std::to_string(info.index / per_node) + ".gpu" +
+             std::to_string(info.index % per_node);
+    case VertexKind::Nic:
+      return "node" + std::to_string(info.index / rails) + ".nic" +
+             std::to_string(info.index % rails);
+    case VertexKind::NvSwitch:
+    case VertexKind::Tor:
+    case VertexKind::Agg:
+    case VertexKind::Spine:
+      return std::string(to_string(info.kind)) + std::to_string(info.index);
+  }
+  return "?";
+}
+
+const std::vector<LinkId>& Fabric::out_links(VertexId v) const { return impl_->out.at(v); }
+
+std::size_t Fabric::num_vertices_of(VertexKind kind) const {
+  return impl_->by_kind[static_cast<std::size_t>(kind)].size();
+}
+
+VertexId Fabric::vertex_of(VertexKind kind, int index) const {
+  return impl_->by_kind[static_cast<std::size_t>(kind)].at(static_cast<std::size_t>(index));
+}
+
+int Fabric::node_of_gpu(int gpu) const {
+  if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("node_of_gpu: bad GPU id");
+  return gpu / impl_->layout.gpus_per_node;
+}
+
+int Fabric::rail_of_gpu(int gpu) const {
+  if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("rail_of_gpu: bad GPU id");
+  // GPUs of a node share NICs in contiguous groups (gpus_per_node is a multiple of rails).
+  const FabricLayout& lay = impl_->layout;
+  return (gpu % lay.gpus_per_node) / (lay.gpus_per_node / lay.rails);
+}
+
+int Fabric::tor_of_gpu(int gpu) const {
+  return impl_->gpu_tor.at(static_cast<std::size_t>(gpu));
+}
+
+int Fabric::gpu_on_rail(int node, int rail) const {
+  const FabricLayout& lay = impl_->layout;
+  if (node < 0 || node >= lay.num_nodes || rail < 0 || rail >= lay.rails) {
+    throw std::out_of_range("gpu_on_rail: bad node or rail");
+  }
+  return node * lay.gpus_per_node + rail * (lay.gpus_per_node / lay.rails);
+}
+
+const GpuLinks& Fabric::gpu_links(int gpu) const {
+  return impl_->gpu_links.at(static_cast<std::size_t>(gpu));
+}
+
+}  // namespace megasim

@@ -1,0 +1,58 @@
+#pragma once
+// Private storage of a Fabric: the Boost.Graph (one edge per link direction, edge bundle =
+// LinkId) plus flat per-link and per-vertex arrays for the hot paths (routing reads these,
+// never the BGL iterators).
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "megasim/net/fabric.hpp"
+
+namespace megasim {
+
+struct VertexInfo {
+  VertexKind kind = VertexKind::Gpu;
+  int index = 0;
+};
+
+struct EdgeInfo {
+  LinkId id = kNoLink;
+};
+
+using FabricGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                          VertexInfo, EdgeInfo>;
+
+struct LinkInfo {
+  VertexId src = 0;
+  VertexId dst = 0;
+  double latency_s = 0;
+  LinkKind kind = LinkKind::NvLink;
+  std::uint16_t parallel_index = 0;  // position among parallel links of the same vertex pair
+  bool has_parallel = false;         // the pair has more than one link
+};
+
+struct FabricImpl {
+  ClusterSpec cluster;
+  FabricLayout layout;
+  FabricGraph graph;
+  std::vector<LinkInfo> links;            // per LinkId
+  std::vector<double> capacity_Bps;       // per LinkId
+  std::vector<std::vector<LinkId>> out;   // per vertex, ascending
+  std::array<std::vector<VertexId>, kNumVertexKinds> by_kind;
+  std::vector<GpuLinks> gpu_links;        // per GPU
+  std::vector<int> gpu_tor;               // per GPU: ToR index
+
+  VertexId add_vertex(VertexKind kind, int index);
+  // Adds physical link a<->b; returns the a->b LinkId (b->a is that + 1). Latencies are per
+  // direction because the NIC's per-message cost is charged on the sending side only.
+  LinkId add_link(VertexId a, VertexId b, LinkKind kind, double capacity_Bps,
+                  double latency_ab_s, double latency_ba_s, int parallel_index = 0,
+                  bool has_parallel = false);
+  // Adds `count` parallel links a<->b (count >= 1).
+  void add_parallel_links(VertexId a, VertexId b, LinkKind kind, double capacity_Bps,
+                          double latency_s, int count);
+};
+
+}  // namespace megasim

@@ -1,0 +1,96 @@
+#include "megasim/sim/engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace megasim {
+
+EventId Engine::schedule_at(SimTime t, Callback cb) {
+  if (t < now_) {
+    throw std::logic_error("Engine::schedule_at: time " + std::to_string(t.ps()) +
+                           " ps is before now " + std::to_string(now_.ps()) + " ps");
+  }
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s.cb = std::move(cb);
+  s.live = true;
+  heap_.push_back(HeapEntry{t.ps(), next_seq_++, slot, s.gen});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+  ++live_;
+  return pack(slot, s.gen);
+}
+
+EventId Engine::schedule_after(SimTime delay, Callback cb) {
+  if (delay < SimTime()) throw std::logic_error("Engine::schedule_after: negative delay");
+  return schedule_at(now_ + delay, std::move(cb));
+}
+
+bool Engine::is_pending(EventId id) const {
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  const auto gen = static_cast<std::uint32_t>(id >> 32);
+  return id != kNoEvent && slot < slots_.size() && slots_[slot].live && slots_[slot].gen == gen;
+}
+
+bool Engine::cancel(EventId id) {
+  if (!is_pending(id)) return false;
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  slots_[slot].cb = nullptr;
+  release_slot(slot);
+  return true;
+}
+
+void Engine::release_slot(std::uint32_t slot) {
+  Slot& s = slots_[slot];
+  s.live = false;
+  // Bumping the generation invalidates both the EventId and the heap entry; skip 0 so that a
+  // packed id is never kNoEvent.
+  if (++s.gen == 0) s.gen = 1;
+  free_slots_.push_back(slot);
+  --live_;
+}
+
+bool Engine::skip_stale() {
+  while (!heap_.empty()) {
+    const HeapEntry& top = heap_.front();
+    const Slot& s = slots_[top.slot];
+    if (s.live && s.gen == top.gen) return true;
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    heap_.pop_back();
+  }
+  return false;
+}
+
+void Engine::run_top() {
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  const HeapEntry entry = heap_.back();
+  heap_.pop_back();
+  now_ = SimTime::from_ps(entry.time_ps);
+  // Move the callback out before running it: it may schedule events that reuse or grow the
+  // slot vector.
+  Callback cb = std::move(slots_[entry.slot].cb);
+  slots_[entry.slot].cb = nullptr;
+  release_slot(entry.slot);
+  ++processed_;
+  cb();
+}
+
+void Engine::run() {
+  while (skip_stale()) run_top();
+}
+
+bool Engine::run_until(SimTime t) {
+  while (skip_stale() && heap_.front().time_ps <= t.ps()) run_top();
+  // run_until(SimTime::max()) is run(): leave the clock at the last event.
+  if (t > now_ && t != SimTime::max()) now_ = t;
+  return live_ > 0;
+}
+
+}  // namespace megasim

@@ -1,0 +1,196 @@
+#include "megasim/sweep/plan_search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/exec/analytic_step.hpp"
+#include "megasim/exec/step_costs.hpp"
+#include "megasim/model/flops.hpp"
+#include "megasim/sweep/parallel_for.hpp"
+
+namespace megasim {
+
+PlanObjective parse_plan_objective(const std::string& name) {
+  if (name == "step_time") return PlanObjective::StepTime;
+  if (name == "tokens_per_gpu") return PlanObjective::TokensPerGpu;
+  if (name == "mfu") return PlanObjective::Mfu;
+  throw InputError("--objective", "unknown objective \"" + name + "\"; valid: step_time, tokens_per_gpu, mfu");
+}
+
+const char* to_string(PlanObjective o) {
+  switch (o) {
+    case PlanObjective::StepTime: return "step_time";
+    case PlanObjective::TokensPerGpu: return "tokens_per_gpu";
+    case PlanObjective::Mfu: return "mfu";
+  }
+  return "step_time";
+}
+
+std::pair<std::string, double> dominant_exposed_cost(const StepBreakdown& b) {
+  const std::pair<const char*, double> entries[] = {
+      {"exposed_tp_comm", b.exposed_tp_comm_s}, {"exposed_pp_comm", b.exposed_pp_comm_s},
+      {"exposed_dp_comm", b.exposed_dp_comm_s}, {"exposed_cp_comm", b.exposed_cp_comm_s},
+      {"pipeline_bubble", b.pipeline_bubble_s}, {"optimizer", b.optimizer_s},
+      {"data_loading", b.data_loading_s},       {"other", b.other_s}};
+  std::pair<std::string, double> best{entries[0].first, entries[0].second};
+  for (const auto& [name, s] : entries) {
+    if (s > best.second) best = {name, s};
+  }
+  return best;
+}
+
+namespace {
+
+double dense_peak_flops(const JobSpec& job) {
+  const auto& gpu = job.cluster.gpu;
+  if (job.training.precision == Precision::Fp8 && gpu.peak_fp8_flops > 0) return gpu.peak_fp8_flops;
+  return gpu.peak_bf16_flops;
+}
+
+// Smaller is better for every objective.
+double score(PlanObjective o, const RankedPlan& p) {
+  switch (o) {
+    case PlanObjective::StepTime: return p.step_time_s;
+    case PlanObjective::TokensPerGpu: return -p.tokens_per_s_per_gpu;
+    case PlanObjective::Mfu: return -p.mfu;
+  }
+  return p.step_time_s;
+}
+
+void fill_figures(const JobSpec& job, const StepBreakdown& b, double step_time_s, const std::string& engine,
+                  RankedPlan& p) {
+  const double gpus = static_cast<double>(job.cluster.num_gpus);
+  const double tokens = static_cast<double>(job.training.global_batch_size) *
+                        static_cast<double>(job.training.seq_length);
+  p.engine = engine;
+  p.step_time_s = step_time_s;
+  p.breakdown = b;
+  p.mfu = model_flops_per_step(job) / (step_time_s * gpus * dense_peak_flops(job));
+  p.tokens_per_s_per_gpu = tokens / step_time_s / gpus;
+  const auto [name, s] = dominant_exposed_cost(b);
+  p.dominant_cost = name;
+  p.dominant_cost_s = s;
+}
+
+// Candidate outcome, one slot per candidate (written by exactly one worker).
+struct Outcome {
+  std::optional<PlanRule> rejected;
+  double peak_bytes = 0;
+  std::string error;
+  RankedPlan ranked;
+};
+
+void sort_ranked(std::vector<RankedPlan>& v, PlanObjective o) {
+  std::sort(v.begin(), v.end(), [o](const RankedPlan& a, const RankedPlan& b) {
+    const double sa = score(o, a);
+    const double sb = score(o, b);
+    if (sa != sb) return sa < sb;
+    return canonical_less(a.plan, b.plan);
+  });
+}
+
+}  // namespace
+
+PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const PlanSearchOptions& opts) {
+  const std::vector<PlanCandidate> candidates = enumerate_plans(base, opts.space);
+  const int jobs = resolve_jobs(opts.jobs);
+  const double capacity = base.cluster.gpu.memory_bytes;
+  std::vector<Outcome> outcomes(candidates.size());
+  // Loaded once and shared read-only by every worker (all candidates run on the same GPU).
+  const std::shared_ptr<const StepCostData> cost_data = load_step_cost_data(base, catalog);
+
+  auto report = [&](const char* phase) {
+    return [&opts, phase](std::size_t done, std::size_t n) {
+      if (!opts.progress) return;
+      // About 20 updates per phase keep stderr readable.
+      const std::size_t every = std::max<std::size_t>(1, n / 20);
+      if (done % every == 0 || done == n) {
+        opts.progress(std::string(phase) + " " + std::to_string(done) + "/" + std::to_string(n));
+      }
+    };
+  };
+
+  parallel_for(
+      candidates.size(), jobs,
+      [&](std::size_t i) {
+        Outcome& o = outcomes[i];
+        const JobSpec job = apply_plan(base, candidates[i], opts.space.sequence_parallel);
+        o.rejected = first_broken_rule(job);
+        if (o.rejected) return;
+        o.peak_bytes = peak_memory_bytes(job);
+        if (o.peak_bytes > capacity) {
+          o.rejected = PlanRule::Memory;
+          return;
+        }
+        StepReport r;
+        try {
+          r = estimate_step_analytic(job, compute_step_costs(job, *cost_data));
+        } catch (const std::exception& e) {
+          // A plan the validator accepts but the cost model cannot represent is reported,
+          // not fatal: one odd corner of the space must not stop the search.
+          o.rejected = PlanRule::CostModelError;
+          o.error = plan_key(candidates[i]) + ": " + e.what();
+          return;
+        }
+        RankedPlan& p = o.ranked;
+        p.plan = candidates[i];
+        p.key = plan_key(p.plan);
+        p.dp = job.parallel.data_parallel_size;
+        p.micro_batches_per_pipeline =
+            job.training.global_batch_size / (job.training.micro_batch_size * job.parallel.data_parallel_size);
+        p.peak_memory_bytes = o.peak_bytes;
+        fill_figures(job, r.breakdown, r.step_time_s, "analytic", p);
+        p.analytic_step_time_s = r.step_time_s;
+      },
+      report("analytic"));
+
+  PlanSearchResult res;
+  res.objective = to_string(opts.objective);
+  res.num_gpus = base.cluster.num_gpus;
+  res.candidates_total = candidates.size();
+  for (const PlanRule rule : kAllPlanRules) res.rejected[plan_rule_key(rule)] = 0;
+  std::vector<RankedPlan> valid;
+  for (const auto& o : outcomes) {
+    if (!o.rejected) {
+      valid.push_back(o.ranked);
+      continue;
+    }
+    ++res.rejected[plan_rule_key(*o.rejected)];
+    if (!o.error.empty() && res.first_cost_model_error.empty()) res.first_cost_model_error = o.error;
+    if (*o.rejected == PlanRule::Memory) {
+      const double over = o.peak_bytes - capacity;
+      if (!res.smallest_memory_overshoot_bytes || over < *res.smallest_memory_overshoot_bytes) {
+        res.smallest_memory_overshoot_bytes = over;
+      }
+    }
+  }
+  res.valid = valid.size();
+  sort_ranked(valid, opts.objective);
+  for (std::size_t i = 0; i < valid.size(); ++i) valid[i].analytic_rank = i + 1;
+
+  const std::size_t k = std::min(valid.size(), static_cast<std::size_t>(std::max(0, opts.top_k)));
+  std::vector<RankedPlan> top(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(k));
+  if (opts.rerank_engine == EngineKind::Des) {
+    parallel_for(
+        top.size(), jobs,
+        [&](std::size_t i) {
+          const JobSpec job = apply_plan(base, top[i].plan, opts.space.sequence_parallel);
+          SimulateOptions so;
+          so.engine = EngineKind::Des;
+          const StepReport r = simulate_step(job, catalog, so);
+          fill_figures(job, r.breakdown, r.step_time_s, r.engine, top[i]);
+        },
+        report("des"));
+    sort_ranked(top, opts.objective);
+  }
+  res.ranked = std::move(top);
+  return res;
+}
+
+}  // namespace megasim

@@ -1,0 +1,186 @@
+#include "megasim/sweep/plan_space.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+#include "megasim/model/memory.hpp"
+
+namespace megasim {
+
+namespace {
+
+std::vector<int> divisors(std::int64_t n) {
+  std::vector<int> d;
+  for (std::int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(static_cast<int>(i));
+  }
+  return d;
+}
+
+// One pipeline layout: PP with an optional uneven first/last stage, and its VPP choices.
+struct PipelineLayout {
+  int pp = 1;
+  std::optional<int> first;
+  std::optional<int> last;
+  std::vector<int> vpps;
+};
+
+std::vector<PipelineLayout> pipeline_layouts(std::int64_t layers) {
+  std::vector<PipelineLayout> out;
+  for (const int pp : divisors(layers)) {
+    PipelineLayout l;
+    l.pp = pp;
+    l.vpps = pp == 1 ? std::vector<int>{1} : divisors(layers / pp);
+    out.push_back(l);
+  }
+  for (std::int64_t pp = 2; pp <= layers; pp *= 2) {
+    if (layers % pp == 0) continue;
+    const std::int64_t k = (layers + pp - 1) / pp;
+    const std::int64_t rest = layers - (pp - 2) * k;
+    const std::int64_t first = rest / 2;
+    const std::int64_t last = rest - first;
+    if (first < 1 || first > last || last > k) continue;
+    PipelineLayout l;
+    l.pp = static_cast<int>(pp);
+    l.first = static_cast<int>(first);
+    l.last = static_cast<int>(last);
+    // VPP must cut every stage (first, middle, last) into equal chunks.
+    const std::int64_t g = std::gcd(std::gcd(first, last), pp > 2 ? k : first);
+    l.vpps = divisors(g);
+    out.push_back(l);
+  }
+  std::sort(out.begin(), out.end(), [](const PipelineLayout& a, const PipelineLayout& b) {
+    return std::tie(a.pp, a.first, a.last) < std::tie(b.pp, b.first, b.last);
+  });
+  return out;
+}
+
+auto as_tuple(const PlanCandidate& c) {
+  return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.first_stage_layers.value_or(0),
+                         c.last_stage_layers.value_or(0), c.vpp, c.micro_batch_size,
+                         static_cast<int>(c.recompute), c.zero_stage);
+}
+
+}  // namespace
+
+std::string plan_key(const PlanCandidate& c) {
+  std::string k = "tp" + std::to_string(c.tp) + "-pp" + std::to_string(c.pp);
+  if (c.first_stage_layers) k += "-first" + std::to_string(*c.first_stage_layers);
+  if (c.last_stage_layers) k += "-last" + std::to_string(*c.last_stage_layers);
+  k += "-vpp" + std::to_string(c.vpp) + "-cp" + std::to_string(c.cp) + "-mbs" +
+       std::to_string(c.micro_batch_size) + "-rc:" + to_string(c.recompute) + "-z" +
+       std::to_string(c.zero_stage) + "-gbs" + std::to_string(c.global_batch_size);
+  return k;
+}
+
+bool canonical_less(const PlanCandidate& a, const PlanCandidate& b) { return as_tuple(a) < as_tuple(b); }
+
+std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceOptions& opts) {
+  std::vector<std::int64_t> batches = opts.global_batch_sizes;
+  if (batches.empty()) batches.push_back(base.training.global_batch_size);
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  std::vector<std::int64_t> micro = opts.micro_batch_sizes;
+  std::sort(micro.begin(), micro.end());
+  micro.erase(std::unique(micro.begin(), micro.end()), micro.end());
+  std::vector<int> cps;
+  for (int cp = 1; cp <= std::max(1, opts.max_context_parallel); cp *= 2) cps.push_back(cp);
+  const auto layouts = pipeline_layouts(base.model.num_hidden_layers);
+  constexpr Recompute kRecompute[] = {Recompute::None, Recompute::Selective, Recompute::Full};
+
+  std::vector<PlanCandidate> out;
+  for (const auto gbs : batches) {
+    for (const int tp : divisors(base.cluster.gpus_per_node)) {
+      for (const int cp : cps) {
+        for (const auto& layout : layouts) {
+          for (const int vpp : layout.vpps) {
+            for (const auto mbs : micro) {
+              for (const auto rc : kRecompute) {
+                for (int zero = 0; zero <= 3; ++zero) {
+                  PlanCandidate c;
+                  c.global_batch_size = gbs;
+                  c.tp = tp;
+                  c.cp = cp;
+                  c.pp = layout.pp;
+                  c.first_stage_layers = layout.first;
+                  c.last_stage_layers = layout.last;
+                  c.vpp = vpp;
+                  c.micro_batch_size = mbs;
+                  c.recompute = rc;
+                  c.zero_stage = zero;
+                  out.push_back(c);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;  // loops run in canonical_less order already
+}
+
+const char* plan_rule_key(PlanRule r) {
+  switch (r) {
+    case PlanRule::GpusDivisibleByModelParallel: return "num_gpus_divisible_by_tp_pp_cp";
+    case PlanRule::TpDividesHeads: return "tp_divides_attention_heads";
+    case PlanRule::TpDividesKvHeads: return "tp_divides_kv_heads";
+    case PlanRule::BatchDivisibleByMicroBatchDp: return "global_batch_divisible_by_micro_batch_dp";
+    case PlanRule::VppMicroBatchesDivisibleByPp: return "vpp_micro_batches_divisible_by_pp";
+    case PlanRule::SeqDivisibleBy2Cp: return "seq_length_divisible_by_2cp";
+    case PlanRule::SeqPerCpDivisibleByTp: return "seq_per_cp_rank_divisible_by_tp";
+    case PlanRule::Memory: return "memory";
+    case PlanRule::CostModelError: return "cost_model_error";
+  }
+  return "unknown";
+}
+
+JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_parallel) {
+  JobSpec job = base;
+  auto& p = job.parallel;
+  p.tensor_model_parallel_size = c.tp;
+  p.pipeline_model_parallel_size = c.pp;
+  p.virtual_pipeline_model_parallel_size = c.vpp;
+  p.context_parallel_size = c.cp;
+  p.decoder_first_pipeline_num_layers = c.first_stage_layers;
+  p.decoder_last_pipeline_num_layers = c.last_stage_layers;
+  p.zero_stage = c.zero_stage;
+  p.sequence_parallel = sequence_parallel && c.tp > 1;  // as config/validate.cpp derives it
+  const std::int64_t model_gpus = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
+  p.data_parallel_size = job.cluster.num_gpus / model_gpus;
+  job.training.global_batch_size = c.global_batch_size;
+  job.training.micro_batch_size = c.micro_batch_size;
+  job.training.recompute = c.recompute;
+  return job;
+}
+
+std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  const std::int64_t tp = p.tensor_model_parallel_size;
+  const std::int64_t cp = p.context_parallel_size;
+  const std::int64_t model_gpus = tp * p.pipeline_model_parallel_size * cp;
+  if (job.cluster.num_gpus % model_gpus != 0) return PlanRule::GpusDivisibleByModelParallel;
+  if (job.model.num_attention_heads % tp != 0) return PlanRule::TpDividesHeads;
+  if (job.model.num_key_value_heads % tp != 0) return PlanRule::TpDividesKvHeads;
+  const std::int64_t per_step = t.micro_batch_size * p.data_parallel_size;
+  if (t.global_batch_size % per_step != 0) return PlanRule::BatchDivisibleByMicroBatchDp;
+  if (p.virtual_pipeline_model_parallel_size > 1 &&
+      (t.global_batch_size / per_step) % p.pipeline_model_parallel_size != 0) {
+    return PlanRule::VppMicroBatchesDivisibleByPp;
+  }
+  if (cp > 1 && t.seq_length % (2 * cp) != 0) return PlanRule::SeqDivisibleBy2Cp;
+  if (p.sequence_parallel && (t.seq_length / cp) % tp != 0) return PlanRule::SeqPerCpDivisibleByTp;
+  return std::nullopt;
+}
+
+double peak_memory_bytes(const JobSpec& job) {
+  const int pp = job.parallel.pipeline_model_parallel_size;
+  double peak = memory_per_gpu(job, 0).total_bytes();
+  if (pp > 2) peak = std::max(peak, memory_per_gpu(job, 1).total_bytes());
+  if (pp > 1) peak = std::max(peak, memory_per_gpu(job, pp - 1).total_bytes());
+  return peak;
+}
+
+}  // namespace megasim

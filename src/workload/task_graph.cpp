@@ -1,0 +1,300 @@
+#include "megasim/workload/task_graph.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace megasim {
+
+const char* to_string(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::DataLoad: return "data_loading";
+    case TaskKind::Forward: return "F";
+    case TaskKind::Backward: return "B";
+    case TaskKind::PpTransfer: return "pp_transfer";
+    case TaskKind::DpAllGather: return "dp_all_gather";
+    case TaskKind::DpReduceScatter: return "dp_reduce_scatter";
+    case TaskKind::DpAllReduce: return "dp_all_reduce";
+    case TaskKind::Optimizer: return "optimizer";
+    case TaskKind::StepEnd: return "step_end";
+  }
+  return "?";
+}
+
+bool is_dp_collective(TaskKind kind) {
+  return kind == TaskKind::DpAllGather || kind == TaskKind::DpReduceScatter ||
+         kind == TaskKind::DpAllReduce;
+}
+
+std::string StepGraph::describe(TaskIndex t) const {
+  const StepTask& k = tasks.at(t);
+  std::string s = "stage " + std::to_string(k.stage) + " " + to_string(k.kind);
+  if (k.kind == TaskKind::PpTransfer) s += "->" + std::to_string(k.peer_stage);
+  if (k.chunk >= 0) s += " chunk " + std::to_string(k.chunk);
+  if (k.micro_batch >= 0) s += " mb " + std::to_string(k.micro_batch);
+  return s;
+}
+
+WorkloadOptions workload_options(const JobSpec& job) {
+  WorkloadOptions o;
+  o.zero_stage = job.parallel.zero_stage;
+  o.dp_overlap = job.system.dp_overlap;
+  o.dp_prefetch_first_all_gather = job.system.dp_prefetch_first_all_gather;
+  o.pp_overlap = job.system.pp_overlap;
+  return o;
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(const StepCosts& c, const WorkloadOptions& o) : c_(c), o_(o) {
+    g_.stages = c.pp;
+    g_.vpp = c.vpp;
+    g_.micro_batches = c.micro_batches;
+    g_.compute_order.resize(static_cast<std::size_t>(c.pp));
+    g_.dp_order.resize(static_cast<std::size_t>(c.pp));
+    dp_keys_.resize(static_cast<std::size_t>(c.pp));
+  }
+
+  StepGraph build() {
+    const int p = c_.pp;
+    for (int s = 0; s < p; ++s) build_compute(s);
+    for (int s = 0; s < p; ++s) wire_pipeline(s);
+    for (int s = 0; s < p; ++s) add_dp(s);
+    add_optimizer_and_end();
+    for (int s = 0; s < p; ++s) {
+      auto& keys = dp_keys_[static_cast<std::size_t>(s)];
+      std::stable_sort(keys.begin(), keys.end());
+      for (const auto& k : keys) g_.dp_order[static_cast<std::size_t>(s)].push_back(std::get<2>(k));
+    }
+    return std::move(g_);
+  }
+
+ private:
+  TaskIndex add(StepTask t) {
+    g_.tasks.push_back(std::move(t));
+    return static_cast<TaskIndex>(g_.tasks.size() - 1);
+  }
+  std::vector<TaskIndex>& order(int s) { return g_.compute_order[static_cast<std::size_t>(s)]; }
+  const ChunkCosts& chunk(int s, int c) const {
+    return c_.chunks[static_cast<std::size_t>(s)][static_cast<std::size_t>(c)];
+  }
+  TaskIndex pass(int s, int c, std::int64_t mb, bool fwd) const {
+    return pass_.at({s, c, mb, fwd});
+  }
+  // Share of the stage's DP bytes that belongs to chunk c (by parameter bytes).
+  double chunk_share(int s, int c) const {
+    double total = 0;
+    for (int k = 0; k < c_.vpp; ++k) total += chunk(s, k).param_bytes;
+    return total > 0 ? chunk(s, c).param_bytes / total : 1.0 / c_.vpp;
+  }
+
+  void build_compute(int s) {
+    StepTask load;
+    load.kind = TaskKind::DataLoad;
+    load.stage = s;
+    load.fixed_s = c_.data_loading_s;
+    order(s).push_back(add(load));
+    const auto sched = stage_schedule(o_.schedule, c_.pp, c_.vpp, c_.micro_batches, s);
+    for (const ChunkPass& cp : sched) {
+      const ChunkCosts& ch = chunk(s, cp.chunk);
+      StepTask t;
+      t.kind = cp.forward ? TaskKind::Forward : TaskKind::Backward;
+      t.stage = s;
+      t.chunk = cp.chunk;
+      t.micro_batch = cp.micro_batch;
+      t.compute_s = cp.forward ? ch.fwd_compute_s : ch.bwd_compute_s;
+      t.tp_exposed_s = cp.forward ? ch.fwd_tp_exposed_s : ch.bwd_tp_exposed_s;
+      t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
+      const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s;
+      t.other_s = c_.launch_overhead_per_chunk_s + c_.straggler_slowdown * pass_s;
+      const TaskIndex id = add(t);
+      position_[id] = order(s).size();
+      pass_[{s, cp.chunk, cp.micro_batch, cp.forward}] = id;
+      order(s).push_back(id);
+    }
+  }
+
+  TaskIndex successor(TaskIndex t) const {
+    const auto& ord = g_.compute_order[static_cast<std::size_t>(g_.tasks[t].stage)];
+    const std::size_t pos = position_.at(t) + 1;
+    return pos < ord.size() ? ord[pos] : static_cast<TaskIndex>(-1);
+  }
+
+  // Connects producer -> consumer, through a transfer when they are on different stages.
+  void link(TaskIndex producer, TaskIndex consumer) {
+    const int from = g_.tasks[producer].stage;
+    const int to = g_.tasks[consumer].stage;
+    if (from == to) {
+      g_.tasks[consumer].deps.push_back(producer);
+      return;
+    }
+    StepTask x;
+    x.kind = TaskKind::PpTransfer;
+    x.stream = TaskStream::Network;
+    x.stage = from;
+    x.peer_stage = to;
+    x.chunk = g_.tasks[producer].chunk;
+    x.micro_batch = g_.tasks[producer].micro_batch;
+    x.bytes = c_.p2p_bytes;
+    x.deps.push_back(producer);
+    const TaskIndex xi = add(x);
+    g_.tasks[consumer].deps.push_back(xi);
+    if (!o_.pp_overlap) {
+      const TaskIndex next = successor(producer);
+      if (next != static_cast<TaskIndex>(-1)) g_.tasks[next].deps.push_back(xi);
+    }
+  }
+
+  void wire_pipeline(int s) {
+    const int p = c_.pp;
+    const int nv = p * c_.vpp;
+    for (int c = 0; c < c_.vpp; ++c) {
+      const int vs = c * p + s;
+      for (std::int64_t mb = 0; mb < c_.micro_batches; ++mb) {
+        if (vs > 0) link(pass((vs - 1) % p, (vs - 1) / p, mb, true), pass(s, c, mb, true));
+        if (vs < nv - 1) link(pass((vs + 1) % p, (vs + 1) / p, mb, false), pass(s, c, mb, false));
+      }
+    }
+  }
+
+  TaskIndex add_collective(int s, TaskKind kind, double bytes, int chunk_id, std::int64_t mb,
+                           double key) {
+    StepTask t;
+    t.kind = kind;
+    t.stream = TaskStream::DpComm;
+    t.stage = s;
+    t.chunk = chunk_id;
+    t.micro_batch = mb;
+    t.bytes = bytes;
+    const TaskIndex id = add(t);
+    dp_keys_[static_cast<std::size_t>(s)].emplace_back(key, seq_++, id);
+    return id;
+  }
+
+  // Position of the pass in the compute program, as a DP-stream issue key.
+  double key_of(TaskIndex t) const { return static_cast<double>(position_.at(t)); }
+
+  TaskIndex last_backward(int s, int c) const {
+    TaskIndex best = 0;
+    std::size_t pos = 0;
+    for (std::int64_t mb = 0; mb < c_.micro_batches; ++mb) {
+      const TaskIndex t = pass(s, c, mb, false);
+      if (position_.at(t) >= pos) { pos = position_.at(t); best = t; }
+    }
+    return best;
+  }
+  TaskIndex first_forward(int s, int c) const {
+    TaskIndex best = 0;
+    std::size_t pos = SIZE_MAX;
+    for (std::int64_t mb = 0; mb < c_.micro_batches; ++mb) {
+      const TaskIndex t = pass(s, c, mb, true);
+      if (position_.at(t) < pos) { pos = position_.at(t); best = t; }
+    }
+    return best;
+  }
+
+  void add_dp(int s) {
+    auto& ready = grads_ready_;
+    const double grad = c_.dp_grad_reduce_bytes;
+    const double param = c_.dp_param_gather_bytes;
+    const TaskIndex load = order(s).front();
+    const TaskIndex last = order(s).back();
+    if (c_.dp <= 1) {
+      ready.push_back(last);
+      return;
+    }
+    const TaskKind reduce = o_.zero_stage == 0 ? TaskKind::DpAllReduce : TaskKind::DpReduceScatter;
+    const bool per_chunk = o_.dp_overlap || o_.zero_stage == 3;
+    if (per_chunk) {
+      for (int c = 0; c < c_.vpp; ++c) {
+        const TaskIndex lb = last_backward(s, c);
+        const TaskIndex r = add_collective(s, reduce, grad * chunk_share(s, c), c, -1, key_of(lb));
+        g_.tasks[r].deps.push_back(lb);
+        ready.push_back(r);
+      }
+    } else {
+      const TaskIndex r = add_collective(s, reduce, grad, -1, -1, key_of(last));
+      g_.tasks[r].deps.push_back(last);
+      ready.push_back(r);
+    }
+    ready.push_back(last);
+    if (o_.zero_stage == 3) {
+      // Re-gather each chunk's parameters before every pass, two passes ahead.
+      const auto& ord = order(s);
+      for (std::size_t i = 1; i < ord.size(); ++i) {
+        const int ck = g_.tasks[ord[i]].chunk;
+        const std::int64_t mb = g_.tasks[ord[i]].micro_batch;
+        const double key = static_cast<double>(i) - 2.5;
+        const TaskIndex ag =
+            add_collective(s, TaskKind::DpAllGather, param * chunk_share(s, ck), ck, mb, key);
+        g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
+        g_.tasks[ord[i]].deps.push_back(ag);
+      }
+    } else if (o_.zero_stage >= 1 && o_.dp_overlap) {
+      for (int c = 0; c < c_.vpp; ++c) {
+        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * chunk_share(s, c), c, -1,
+                                            -1.0 + c * 1e-3);
+        if (c == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
+        g_.tasks[first_forward(s, c)].deps.push_back(ag);
+      }
+    }
+  }
+
+  void add_optimizer_and_end() {
+    const double big = 1e18;
+    for (int s = 0; s < c_.pp; ++s) {
+      StepTask opt;
+      opt.kind = TaskKind::Optimizer;
+      opt.stage = s;
+      opt.fixed_s = c_.optimizer_s;
+      opt.deps = grads_ready_;  // global grad-norm barrier
+      const TaskIndex oi = add(opt);
+      order(s).push_back(oi);
+      StepTask end;
+      end.kind = TaskKind::StepEnd;
+      end.stage = s;
+      if (c_.dp > 1 && o_.zero_stage >= 1 && o_.zero_stage <= 2 && !o_.dp_overlap) {
+        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, c_.dp_param_gather_bytes, -1, -1, big);
+        g_.tasks[ag].deps.push_back(oi);
+        end.deps.push_back(ag);
+      }
+      order(s).push_back(add(end));
+    }
+  }
+
+  const StepCosts& c_;
+  const WorkloadOptions& o_;
+  StepGraph g_;
+  std::map<std::tuple<int, int, std::int64_t, bool>, TaskIndex> pass_;
+  std::map<TaskIndex, std::size_t> position_;
+  std::vector<TaskIndex> grads_ready_;
+  std::vector<std::vector<std::tuple<double, std::uint64_t, TaskIndex>>> dp_keys_;
+  std::uint64_t seq_ = 0;
+};
+
+void check(const StepCosts& c) {
+  if (c.pp < 1 || c.vpp < 1 || c.micro_batches < 1 || c.dp < 1) {
+    throw std::invalid_argument("build_step_graph: pp, vpp, micro_batches and dp must be >= 1");
+  }
+  if (c.chunks.size() != static_cast<std::size_t>(c.pp)) {
+    throw std::invalid_argument("build_step_graph: costs.chunks must have pp stages");
+  }
+  for (const auto& st : c.chunks) {
+    if (st.size() != static_cast<std::size_t>(c.vpp)) {
+      throw std::invalid_argument("build_step_graph: every stage needs vpp chunks");
+    }
+  }
+}
+
+}  // namespace
+
+StepGraph build_step_graph(const StepCosts& costs, const WorkloadOptions& options) {
+  check(costs);
+  Builder b(costs, options);
+  return b.build();
+}
+
+}  // namespace megasim

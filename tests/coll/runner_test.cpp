@@ -1,0 +1,191 @@
+// Simulated collectives on the flow network: published bus bandwidths (within 10%), a
+// hand-derived ring time, an ECMP collision built on purpose, and bookkeeping.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "coll/test_clusters.hpp"
+#include "megasim/coll/runner.hpp"
+#include "megasim/core/error.hpp"
+#include "megasim/net/topology_builders.hpp"
+
+namespace megasim {
+namespace {
+
+using testing::bundled_nccl_model;
+using testing::dgx_a100;
+using testing::dgx_h100;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<int> iota_gpus(int n, int first = 0, int stride = 1) {
+  std::vector<int> g;
+  for (int i = 0; i < n; ++i) g.push_back(first + i * stride);
+  return g;
+}
+
+// Runs the requests concurrently from t = 0; returns each one's completion time.
+std::vector<double> simulate(const ClusterSpec& c, const NcclModel& m, const std::vector<CollectiveRequest>& reqs,
+                             Routing routing = Routing::Ecmp, std::uint64_t seed = 1) {
+  const Fabric fabric = build_fabric(c);
+  const Router router(fabric, routing, seed);
+  Engine engine;
+  FlowNetwork net(engine, fabric.link_capacity_Bps());
+  CollectiveRunner runner(engine, net, router, fabric, m);
+  std::vector<double> done(reqs.size(), -1.0);
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    runner.start(reqs[i], [&, i] { done[i] = engine.now().seconds(); });
+  engine.run();
+  engine.require_all_finished();
+  return done;
+}
+
+double sim_busbw_GBps(const ClusterSpec& c, const CollectiveRequest& req) {
+  const double t = simulate(c, bundled_nccl_model(), {req}).front();
+  return req.size_bytes / t * busbw_factor(req.op, static_cast<int>(req.gpus.size())) / 1e9;
+}
+
+// Textbook: 8 A100, ring all-reduce of 1 GB (Simple chosen at this size). Every GPU's NVLink
+// port carries 16 channel flows of 2*7/8 * 1e9 / 16 payload bytes, inflated by 300/230 on the
+// wire: port time = 1.75e9 / 230e9 = 7.6087 ms; plus the NCCL latency 56 us (8.4 + 14*3.4).
+TEST(CollectiveRunner, TextbookRingAllReduceSingleNode) {
+  const NcclModel m = bundled_nccl_model();
+  CollectiveRequest req{CollOp::AllReduce, CollAlgo::Ring, 1e9, iota_gpus(8), 0, "ar", 1};
+  const auto plan = lower_collective(req, dgx_a100(1), m);
+  ASSERT_EQ(plan.estimate.proto, NcclProto::Simple);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  EXPECT_EQ(plan.phases[0].flows.size(), 8u);          // 8 ring edges, channels merged
+  EXPECT_EQ(plan.phases[0].flows[0].multiplicity, 16);
+  const double t = simulate(dgx_a100(1), m, {req}).front();
+  EXPECT_NEAR(t, 56e-6 + 1.75e9 / 230e9, 1e-9);
+}
+
+TEST(CollectiveRunner, PublishedBusbwDgxA100IntraNodeAllReduce) {
+  CollectiveRequest req{CollOp::AllReduce, CollAlgo::Auto, 8 * kGiB, iota_gpus(8), 0, "ar", 1};
+  EXPECT_NEAR(sim_busbw_GBps(dgx_a100(1), req), 230, 23);
+}
+
+TEST(CollectiveRunner, PublishedBusbwDgxA100MultiNodeAllReduce) {
+  CollectiveRequest req{CollOp::AllReduce, CollAlgo::Auto, 8 * kGiB, iota_gpus(128), 0, "ar", 1};
+  EXPECT_NEAR(sim_busbw_GBps(dgx_a100(16), req), 192, 19.2);
+}
+
+TEST(CollectiveRunner, PublishedBusbwDgxH100IntraNodeAllGather) {
+  CollectiveRequest req{CollOp::AllGather, CollAlgo::Auto, 8 * kGiB, iota_gpus(8), 0, "ag", 1};
+  EXPECT_NEAR(sim_busbw_GBps(dgx_h100(1), req), 370, 37);
+}
+
+TEST(CollectiveRunner, PublishedBusbwPerNdrNic) {
+  // One GPU per node on rail 0 of 16 nodes: one NDR NIC per rank.
+  CollectiveRequest req{CollOp::AllReduce, CollAlgo::Auto, 8 * kGiB, iota_gpus(16, 0, 8), 0, "dp", 1};
+  const double bw = sim_busbw_GBps(dgx_h100(16), req);
+  EXPECT_GE(bw, 46 * 0.9);
+  EXPECT_LE(bw, 48 * 1.1);
+}
+
+// The simulation and the analytic model agree on symmetric, contention-free groups.
+TEST(CollectiveRunner, AgreesWithAnalyticModel) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(4);
+  for (CollOp op : {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::AllToAll}) {
+    CollectiveRequest req{op, CollAlgo::Ring, 256e6, iota_gpus(32), 0, "x", 1};
+    const double t_sim = simulate(c, m, {req}).front();
+    const double t_ana = lower_collective(req, c, m).estimate.time_s;
+    EXPECT_NEAR(t_sim / t_ana, 1.0, 0.1) << to_string(op);
+  }
+}
+
+// Two large flows that ECMP hashes onto one switch uplink take twice the ideal-spray time.
+// Fabric: 4 DGX A100 nodes, 2 per ToR set, unsplit 25 GB/s ports, so a ToR uplink has exactly a
+// NIC's bandwidth. Flows: node0.gpu0 -> node2.gpu0 and node1.gpu0 -> node3.gpu0 (rail 0, from
+// ToR set 0 to ToR set 1). Search the ECMP seed until both hash onto the same uplink.
+// Ideal spray splits each over all uplinks: each flow is NIC-bound, t = S / 24 GB/s.
+// ECMP collision: the shared uplink gives each 12.5 GB/s of wire (12 GB/s payload): t = 2 S / 24.
+TEST(CollectiveRunner, EcmpCollisionDoublesTime) {
+  ClusterSpec c = dgx_a100(4);
+  c.network.split_port = false;
+  c.network.switch_port_bandwidth_Bps = 25e9;
+  c.network.servers_per_tor = 2;
+  const NcclModel m = bundled_nccl_model();
+  const Fabric fabric = build_fabric(c);
+  const std::vector<std::pair<int, int>> pairs{{0, 16}, {8, 24}};
+  std::optional<std::uint64_t> seed;
+  for (std::uint64_t s = 1; s < 500 && !seed; ++s) {
+    const Router r(fabric, Routing::Ecmp, s);
+    const auto a = r.paths(pairs[0].first, pairs[0].second, 0).front().links;
+    const auto b = r.paths(pairs[1].first, pairs[1].second, 0).front().links;
+    for (LinkId l : a)
+      if (is_switch_link(fabric.link_kind(l)) && fabric.link_is_up(l) && std::count(b.begin(), b.end(), l))
+        seed = s;
+  }
+  ASSERT_TRUE(seed.has_value());
+  std::vector<CollectiveRequest> reqs;
+  for (auto [s, d] : pairs) reqs.push_back({CollOp::SendRecv, CollAlgo::Auto, 4e9, {s, d}, 0, "p2p", 1});
+  const auto ecmp = simulate(c, m, reqs, Routing::Ecmp, *seed);
+  const auto spray = simulate(c, m, reqs, Routing::IdealSpray, 1);
+  const double lat = lower_collective(reqs[0], c, m).estimate.latency_s;
+  EXPECT_NEAR(spray[0] - lat, 4e9 / 24e9, 1e-6);
+  EXPECT_NEAR(ecmp[0] - lat, 2 * 4e9 / 24e9, 1e-6);
+  EXPECT_NEAR(ecmp[1] - lat, 2 * 4e9 / 24e9, 1e-6);
+}
+
+TEST(CollectiveRunner, TreeHierarchicalAndScatterGatherComplete) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(4);
+  std::vector<CollectiveRequest> reqs{
+      {CollOp::AllReduce, CollAlgo::Tree, 64e6, iota_gpus(32), 0, "tree", 1},
+      {CollOp::AllReduce, CollAlgo::Hierarchical, 64e6, iota_gpus(32), 0, "hier", 1},
+      {CollOp::SendRecv, CollAlgo::Auto, 64e6, {0, 8}, 0, "p2p", 1},
+      {CollOp::SendRecv, CollAlgo::Auto, 64e6, {0, 8}, 0, "p2p-sg", 8},
+  };
+  const auto plan_tree = lower_collective(reqs[0], c, m);
+  EXPECT_EQ(plan_tree.lowered_as, CollAlgo::Tree);
+  EXPECT_EQ(lower_collective(reqs[1], c, m).phases.size(), 3u);
+  EXPECT_EQ(lower_collective(reqs[3], c, m).phases.size(), 2u);
+  for (const auto& r : reqs) {
+    const double t = simulate(c, m, {r}).front();
+    EXPECT_GT(t, 0) << r.tag;
+  }
+  // Scatter-gather over 8 rails beats a single-NIC transfer of the same message.
+  EXPECT_LT(simulate(c, m, {reqs[3]}).front(), simulate(c, m, {reqs[2]}).front());
+}
+
+// DP groups on different rails do not interact: 8 concurrent groups take as long as one.
+TEST(CollectiveRunner, ConcurrentRailGroupsIndependentAndPathsCached) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(8);
+  std::vector<CollectiveRequest> reqs;
+  for (int rail = 0; rail < 8; ++rail)
+    reqs.push_back({CollOp::ReduceScatter, CollAlgo::Auto, 1e9, iota_gpus(8, rail, 8), 0, "dp", 1});
+  const auto all = simulate(c, m, reqs);
+  const auto one = simulate(c, m, {reqs[0]});
+  for (double t : all) EXPECT_NEAR(t, one[0], 1e-9);
+
+  const Fabric fabric = build_fabric(c);
+  const Router router(fabric, Routing::Ecmp, 1);
+  Engine engine;
+  FlowNetwork net(engine, fabric.link_capacity_Bps());
+  CollectiveRunner runner(engine, net, router, fabric, m);
+  int finished = 0;
+  runner.start(reqs[0], [&] { ++finished; });
+  const std::size_t cached = runner.cached_paths();
+  runner.start(reqs[0], [&] { ++finished; });
+  EXPECT_EQ(runner.cached_paths(), cached);
+  engine.run();
+  EXPECT_EQ(finished, 2);
+}
+
+TEST(CollectiveRunner, BadGpuListsAreInputErrors) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(1);
+  auto lower = [&](std::vector<int> gpus) {
+    return lower_collective(CollectiveRequest{CollOp::AllReduce, CollAlgo::Auto, 1e6, std::move(gpus), 0, "", 1}, c, m);
+  };
+  EXPECT_THROW((void)lower({}), InputError);
+  EXPECT_THROW((void)lower({0, 0}), InputError);
+  EXPECT_THROW((void)lower({0, 9}), InputError);
+}
+
+}  // namespace
+}  // namespace megasim

@@ -1,0 +1,218 @@
+#include <gtest/gtest.h>
+
+#include "config/test_util.hpp"
+
+namespace megasim {
+namespace {
+
+using nlohmann::json;
+
+TEST(Validate, SmallJobDerivesPlan) {
+  const JobSpec job = test::parse(test::small_job());
+  // DP = 16 / (TP 2 * PP 2 * CP 1) = 4.
+  EXPECT_EQ(job.parallel.data_parallel_size, 4);
+  EXPECT_TRUE(job.parallel.sequence_parallel);  // default when TP > 1
+  EXPECT_EQ(job.parallel.virtual_pipeline_model_parallel_size, 1);
+  EXPECT_EQ(job.parallel.zero_stage, 1);
+  EXPECT_EQ(job.parallel.placement, PlacementOrder::DpFirst);
+  EXPECT_EQ(job.system.preset, "megatron-lm");
+  EXPECT_EQ(job.seed, 1u);
+  auto j = test::small_job();
+  j["parallel"]["tensor_model_parallel_size"] = 1;
+  EXPECT_FALSE(test::parse(j).parallel.sequence_parallel);  // nothing to shard with TP 1
+  j["parallel"]["data_parallel_size"] = 8;                  // 16 / 2 = 8
+  EXPECT_EQ(test::parse(j).parallel.data_parallel_size, 8);
+  j["parallel"]["data_parallel_size"] = 4;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.data_parallel_size", "is derived as");
+}
+
+TEST(Validate, UnitStrings) {
+  auto j = test::small_job();
+  j["cluster"]["network"]["nic_bandwidth"] = "200Gbs";
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "unknown unit \"Gbs\"");
+  j["cluster"]["network"]["nic_bandwidth"] = 200;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "a bare number is not allowed");
+  j["cluster"]["network"]["nic_bandwidth"] = "fast";
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "malformed bandwidth");
+  j["cluster"]["network"]["nic_bandwidth"] = "1e400Gbps";
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "malformed");
+  j = test::small_job();
+  j["cluster"]["network"].erase("nic_bandwidth");
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "required when the job spans more than one node");
+  j["cluster"]["num_gpus"] = 8;  // one node: no NIC needed
+  j["parallel"]["pipeline_model_parallel_size"] = 1;
+  EXPECT_EQ(test::parse(j).cluster.network.nic_bandwidth_Bps, 0.0);
+}
+
+TEST(Validate, ClusterShape) {
+  auto j = test::small_job();
+  j["cluster"]["num_gpus"] = 20;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.num_gpus", "is not a whole number of 8-GPU nodes");
+  j["cluster"]["num_gpus"] = 16;
+  j["parallel"]["context_parallel_size"] = 3;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.num_gpus", "not divisible by TP*PP*CP = 2*2*3 = 12");
+  j = test::small_job();
+  j["parallel"]["tensor_model_parallel_size"] = 16;
+  j["parallel"]["pipeline_model_parallel_size"] = 1;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "exceeds gpus_per_node 8");
+  j = test::small_job();
+  j["cluster"]["gpus_per_node"] = 0;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.gpus_per_node", "must be positive");
+}
+
+TEST(Validate, TensorParallelDividesHeads) {
+  auto j = test::small_job();
+  j["model"]["num_attention_heads"] = 20;
+  j["model"]["hidden_size"] = 1280;
+  j["parallel"]["tensor_model_parallel_size"] = 8;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "does not divide num_attention_heads 20");
+  j = test::small_job();
+  j["model"]["num_key_value_heads"] = 2;
+  j["parallel"]["tensor_model_parallel_size"] = 4;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "does not divide num_key_value_heads 2");
+}
+
+TEST(Validate, PipelineLayers) {
+  auto j = test::small_job();
+  j["cluster"]["num_gpus"] = 24;
+  j["parallel"]["pipeline_model_parallel_size"] = 3;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.pipeline_model_parallel_size",
+                     "num_hidden_layers 8 does not split evenly over PP 3 stages");
+  j = test::small_job();
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 3;  // 4 layers per stage
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.virtual_pipeline_model_parallel_size", "divisible by VPP");
+  j["parallel"]["pipeline_model_parallel_size"] = 1;
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 2;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.virtual_pipeline_model_parallel_size", "needs pipeline_model_parallel_size > 1");
+}
+
+// Uneven split, Megatron-Core style: L 10 over PP 4 with first 1 and last 1 leaves 8 layers for
+// the 2 middle stages = 4 each. first 2 + last 1 leaves 7, which 2 stages cannot share evenly.
+TEST(Validate, UnevenFirstLastStages) {
+  auto j = test::small_job();
+  j["model"]["num_hidden_layers"] = 10;
+  j["cluster"]["num_gpus"] = 32;
+  j["parallel"] = {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 4},
+                   {"decoder_first_pipeline_num_layers", 1}, {"decoder_last_pipeline_num_layers", 1}};
+  EXPECT_EQ(test::parse(j).parallel.decoder_first_pipeline_num_layers, 1);
+  j["parallel"]["decoder_first_pipeline_num_layers"] = 2;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.decoder_first_pipeline_num_layers",
+                     "remaining 7 of 10 layers must split evenly");
+  // With VPP 2 every stage's layer count must be even: first 2, last 2, middle 3 each fails.
+  j["parallel"]["decoder_last_pipeline_num_layers"] = 2;
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 2;
+  j["training"]["global_batch_size"] = 16;  // DP 4 -> 4 micro-batches, divisible by PP 4
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.virtual_pipeline_model_parallel_size", "middle stage");
+  j["parallel"]["decoder_first_pipeline_num_layers"] = 20;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.decoder_first_pipeline_num_layers", "remaining -12");
+}
+
+TEST(Validate, BatchRules) {
+  auto j = test::small_job();
+  j["training"]["global_batch_size"] = 30;  // DP 4 * MBS 1 = 4 does not divide 30
+  EXPECT_INPUT_ERROR(test::parse(j), "training.global_batch_size", "not divisible by micro_batch_size * DP = 1*4 = 4");
+  // Interleaved: GBS 12 / (MBS 1 * DP 4) = 3 micro-batches, not a multiple of PP 2.
+  j["training"]["global_batch_size"] = 12;
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 2;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.global_batch_size", "divisible by PP 2 (Megatron's rule)");
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 1;
+  EXPECT_NO_THROW(test::parse(j));  // the plain 1F1B schedule takes any count
+}
+
+TEST(Validate, ContextParallelSequence) {
+  auto j = test::small_job();
+  j["parallel"]["context_parallel_size"] = 2;
+  j["parallel"]["pipeline_model_parallel_size"] = 1;
+  j["training"]["seq_length"] = 2050;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.seq_length", "not divisible by 2*CP = 4");
+  j["training"]["seq_length"] = 4096;
+  EXPECT_EQ(test::parse(j).parallel.data_parallel_size, 4);
+  j["parallel"]["context_parallel_size"] = 1;
+  j["training"]["seq_length"] = 2047;  // odd tokens cannot shard over TP 2 with sequence parallel
+  EXPECT_INPUT_ERROR(test::parse(j), "training.seq_length", "divisible by TP 2");
+}
+
+TEST(Validate, EnumsAndRanges) {
+  auto j = test::small_job();
+  j["training"]["precision"] = "bf32";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.precision", "unknown value \"bf32\"; valid: bf16, fp16, fp8");
+  j = test::small_job();
+  j["training"]["precision"] = "fp8";  // A100 has no FP8 tensor cores
+  EXPECT_INPUT_ERROR(test::parse(j), "training.precision", "fp8 needs FP8 tensor cores");
+  j["cluster"]["gpu"] = "h100-sxm5-80gb";
+  EXPECT_EQ(test::parse(j).training.precision, Precision::Fp8);
+  j = test::small_job();
+  j["parallel"]["placement"] = "dp-last";
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.placement", "valid: dp-first, pp-first");
+  j = test::small_job();
+  j["parallel"]["zero_stage"] = 4;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.zero_stage", "must be at most 3");
+  j = test::small_job();
+  j["training"]["recompute"] = "some";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.recompute", "valid: none, selective, full");
+  j = test::small_job();
+  j["training"]["train_tokens"] = -1;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.train_tokens", "must be between");
+  j = test::small_job();
+  j["cluster"]["network"]["topology"] = "torus";
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.topology", "valid: rail-optimized-clos, fat-tree, rail-only");
+}
+
+TEST(Validate, StructureErrors) {
+  auto j = test::small_job();
+  j["trainning"] = j["training"];
+  EXPECT_INPUT_ERROR(test::parse(j), "trainning", "did you mean \"training\"?");
+  j = test::small_job();
+  j.erase("training");
+  EXPECT_INPUT_ERROR(test::parse(j), "training", "required field is missing");
+  j = test::small_job();
+  j["parallel"] = 3;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel", "expected an object, got number 3");
+  j["parallel"] = "tp8";  // files only for parallel
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel", "must be a path to a JSON file");
+  j = test::small_job();
+  j["cluster"]["gpu"] = "a100";
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.gpu", "unknown gpu \"a100\"; valid: a100-sxm4-40gb");
+  j = test::small_job();
+  j["model"] = "missing/model.json";
+  EXPECT_INPUT_ERROR(test::parse(j), "model", "cannot read");
+  j = test::small_job();
+  j["cluster"]["network"]["nic_bandwidth"] = {{"value", "200Gbps"}, {"sorce", "typo"}};
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.network.nic_bandwidth", "may only hold");
+}
+
+TEST(Validate, SystemPresetAndOverrides) {
+  auto j = test::small_job();
+  j["system"] = {{"preset", "megatron-lm"}, {"tp_overlap", true}};
+  SystemSpec s = test::parse(j).system;
+  EXPECT_TRUE(s.tp_overlap);
+  EXPECT_FALSE(s.pp_overlap);
+  EXPECT_EQ(s.attention_kernel, "flash-v1");
+  j["system"] = "megascale";
+  s = test::parse(j).system;
+  EXPECT_EQ(s.preset, "megascale");
+  EXPECT_TRUE(s.tp_overlap && s.pp_overlap && s.dp_overlap && s.dp_prefetch_first_all_gather && s.fused_kernels &&
+              s.async_data_preprocessing && s.data_loader_per_node && s.gc_stragglers_fixed && s.comm_init_ordered);
+  EXPECT_EQ(s.attention_kernel, "flash-v2");
+  EXPECT_EQ(s.comm_init_store, "redis");
+  j["system"] = {{"preset", "megascale"}, {"tp_overlapp", false}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.tp_overlapp", "did you mean \"tp_overlap\"?");
+  j["system"] = {{"preset", "deepspeed"}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-lm");
+  j["system"] = {{"attention_kernel", "flash-v3"}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2");
+  j["system"] = {{"straggler_host_fraction", 1.5}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.straggler_host_fraction", "must be between 0 and 1");
+}
+
+TEST(Validate, OutOfMemoryPlanIsNotAnError) {
+  auto j = test::small_job();
+  j["model"] = "llama-3.1-405b";
+  j["cluster"]["num_gpus"] = 8;
+  j["parallel"] = {{"tensor_model_parallel_size", 8}};
+  j["training"]["global_batch_size"] = 8;
+  EXPECT_EQ(test::parse(j).model.hidden_size, 16384);
+}
+
+}  // namespace
+}  // namespace megasim

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "des_test_support.hpp"
+#include "megasim/exec/des_step.hpp"
+#include "megasim/net/topology_builders.hpp"
+
+namespace megasim {
+namespace {
+
+StepReport run(const JobSpec& j, const StepCosts& c, DesOptions o = {}) {
+  const Fabric f = build_fabric(j.cluster);
+  return simulate_step_des(j, c, f, destest::nccl(), o);
+}
+
+// TP 8, PP 2, VPP 2, DP 2 (32 GPUs, 4 nodes); ZeRO-2 with equal gradient and parameter bytes,
+// so the reduce-scatter (RS) and the all-gather (AG) take about the same time T.
+// Without overlap both are exposed: about 2T. With MegaScale's overlap only the last chunk's
+// RS (1/v of the bytes) stays exposed and the first AG hides under data loading, so
+// exposed ~= T/v = 2T / (2v): the paper's factor 1/(2 * vpp).
+TEST(DesDp, ZeroExposedWithAndWithoutOverlapTextbook) {
+  JobSpec j = destest::job(8, 2, 2, 32);
+  j.parallel.zero_stage = 2;
+  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
+  c.dp_grad_reduce_bytes = 400e6;
+  c.dp_param_gather_bytes = 400e6;
+  c.data_loading_s = 50e-3;
+  const StepReport plain = run(j, c);
+  const double two_t = plain.breakdown.exposed_dp_comm_s;
+  EXPECT_GT(two_t, 10e-3);
+  j.system.dp_overlap = true;
+  j.system.dp_prefetch_first_all_gather = true;
+  const StepReport ov = run(j, c);
+  EXPECT_NEAR(ov.breakdown.exposed_dp_comm_s / two_t, 1.0 / (2 * 2), 0.05);
+  EXPECT_LT(ov.step_time_s, plain.step_time_s);
+  // Without the prefetch the first chunk's AG (another 1/(2v)) is exposed too.
+  j.system.dp_prefetch_first_all_gather = false;
+  const StepReport nopf = run(j, c);
+  EXPECT_NEAR(nopf.breakdown.exposed_dp_comm_s / two_t, 2.0 / (2 * 2), 0.07);
+}
+
+// Compute that runs while a DP collective is in flight is slowed; the excess is DP cost.
+TEST(DesDp, OverlapContentionSlowsCompute) {
+  JobSpec j = destest::job(8, 2, 2, 32);
+  j.parallel.zero_stage = 2;
+  j.system.dp_overlap = true;
+  j.system.dp_prefetch_first_all_gather = true;
+  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
+  c.dp_grad_reduce_bytes = 400e6;
+  c.dp_param_gather_bytes = 400e6;
+  const StepReport a = run(j, c);
+  c.dp_overlap_compute_slowdown = 0.1;
+  const StepReport b = run(j, c);
+  EXPECT_GT(b.step_time_s, a.step_time_s);
+  EXPECT_GT(b.breakdown.exposed_dp_comm_s, a.breakdown.exposed_dp_comm_s);
+  EXPECT_NEAR(b.breakdown.total_s(), b.step_time_s, 1e-9);
+}
+
+TEST(DesDp, DdpAndZero3Run) {
+  JobSpec j = destest::job(8, 2, 1, 32);
+  StepCosts c = destest::costs(j, 4, 5e-3, 10e-3);
+  c.dp_grad_reduce_bytes = 100e6;
+  c.dp_param_gather_bytes = 50e6;
+  j.parallel.zero_stage = 0;
+  const StepReport ddp = run(j, c);
+  EXPECT_GT(ddp.breakdown.exposed_dp_comm_s, 0);
+  j.parallel.zero_stage = 3;
+  const StepReport z3 = run(j, c);
+  EXPECT_GT(z3.step_time_s, 0);
+  EXPECT_NEAR(z3.breakdown.total_s(), z3.step_time_s, 1e-9);
+  // 4 nodes under one ToR set: no switch-to-switch link, so no ECMP statistics.
+  EXPECT_FALSE(z3.ecmp.has_value());
+}
+
+}  // namespace
+}  // namespace megasim

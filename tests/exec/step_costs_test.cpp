@@ -1,0 +1,67 @@
+// StepCosts from the bundled MegaScale job: structure and hand-derived byte counts.
+#include <gtest/gtest.h>
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/config/load.hpp"
+#include "megasim/exec/simulate.hpp"
+#include "megasim/exec/step_costs.hpp"
+
+namespace megasim {
+namespace {
+
+JobSpec bundled(const std::vector<std::string>& sets = {}) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  return load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/megascale-175b-12288.json", sets, catalog);
+}
+
+TEST(StepCosts, ShapeOfTheMegaScalePlan) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto c = compute_step_costs(bundled(), catalog);
+  ASSERT_EQ(c.chunks.size(), 8u);
+  ASSERT_EQ(c.chunks[0].size(), 6u);
+  EXPECT_EQ(c.micro_batches, 32);  // 6144 / (1 x 192)
+  // 96 layers / 8 stages / 6 chunks = 2 layers per chunk.
+  for (const auto& stage : c.chunks)
+    for (const auto& ch : stage) EXPECT_EQ(ch.layers, 2);
+  EXPECT_TRUE(c.chunks[0][0].has_embedding);
+  EXPECT_TRUE(c.chunks[7][5].has_lm_head);
+  // Boundary activation b*s*h*2 B = 2048*12288*2 = 50,331,648 B, split over TP 8 by sequence
+  // parallelism: 6,291,456 B per GPU.
+  EXPECT_DOUBLE_EQ(c.p2p_bytes, 6291456.0);
+  // The LM-head chunk does more work than a plain chunk.
+  EXPECT_GT(c.chunks[7][5].fwd_compute_s, c.chunks[7][4].fwd_compute_s);
+  EXPECT_GT(c.dp_reduce_time_s, 0.0);
+  EXPECT_GT(c.dp_gather_time_s, 0.0);
+}
+
+TEST(StepCosts, OverlapShrinksExposedTpTime) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto on = compute_step_costs(bundled({"model.use_parallel_residual=true"}), catalog);
+  const auto off = compute_step_costs(
+      bundled({"model.use_parallel_residual=true", "system.tp_overlap=false"}), catalog);
+  EXPECT_LT(on.chunks[1][1].fwd_tp_exposed_s, off.chunks[1][1].fwd_tp_exposed_s);
+  EXPECT_DOUBLE_EQ(on.chunks[1][1].fwd_tp_comm_s, off.chunks[1][1].fwd_tp_comm_s);
+}
+
+TEST(StepCosts, FullRecomputeAddsBackwardWork) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto none = compute_step_costs(bundled(), catalog);
+  const auto full = compute_step_costs(bundled({"training.recompute=\"full\""}), catalog);
+  EXPECT_GT(full.chunks[1][1].bwd_compute_s, none.chunks[1][1].bwd_compute_s * 1.2);
+}
+
+TEST(StepCosts, AnalyticAndDesEnginesAgreeWithoutContention) {
+  // 64 GPUs on one ToR: no cross-ToR traffic, so the two engines must agree within 5%.
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto job = bundled({"cluster.num_gpus=256", "training.global_batch_size=256"});
+  SimulateOptions a;
+  a.engine = EngineKind::Analytic;
+  SimulateOptions d;
+  d.engine = EngineKind::Des;
+  const auto ra = simulate_step(job, catalog, a);
+  const auto rd = simulate_step(job, catalog, d);
+  EXPECT_NEAR(rd.step_time_s / ra.step_time_s, 1.0, 0.05);
+}
+
+}  // namespace
+}  // namespace megasim

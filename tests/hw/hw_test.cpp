@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "megasim/core/error.hpp"
+#include "megasim/hw/kernel_time.hpp"
+#include "megasim/model/params.hpp"
+#include "model/test_jobs.hpp"
+
+namespace megasim {
+namespace {
+
+HardwareProfile load(const std::string& name) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/" + name + ".json");
+  return load_hardware_profile(nlohmann::json::parse(f), "hw." + name);
+}
+
+TEST(Profile, AllLoad) {
+  EXPECT_EQ(load("hopper").gemm.sm_count, 132);
+  EXPECT_EQ(load("ampere").gemm.sm_count, 108);
+  EXPECT_EQ(load("blackwell").gemm.sm_count, 148);
+}
+
+TEST(Profile, MissingSourceIsInputError) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/hopper.json");
+  auto j = nlohmann::json::parse(f);
+  j["gemm"]["k_half"].erase("source");
+  try {
+    load_hardware_profile(j, "hw.hopper");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "hw.hopper.gemm.k_half");
+  }
+}
+
+const GpuSpec kH200 = testing::gpt175b_megascale().cluster.gpu;
+
+TEST(Gemm, LargeGemmHitsMaxEfficiency) {
+  const HardwareProfile hw = load("hopper");
+  // 16384^3: no padding; 128x64 = 8192 tiles / 132 SMs = 62.06 waves -> 1 - 0.1*(1 - 62.06/63)
+  // = 0.99851; r_k = 16384/(16384+224) = 0.98651. Product 0.98504 of e_max.
+  const double e = gemm_efficiency(hw, 16384, 16384, 16384);
+  const double waves = 8192.0 / 132;
+  const double expect = (1 - 0.1 * (1 - waves / 63)) * 16384.0 / (16384 + hw.gemm.k_half);
+  EXPECT_NEAR(e / hw.gemm.max_efficiency, expect, 1e-9);
+  const double t = gemm_time_s(hw, kH200, Precision::Bf16, 16384, 16384, 16384);
+  EXPECT_NEAR(t, hw.gemm.latency_s + 2.0 * 16384.0 * 16384 * 16384 / (989.4e12 * e), 1e-9);
+}
+
+TEST(Gemm, NeverAbovePeakAndMonotone) {
+  const HardwareProfile hw = load("hopper");
+  double prev = 0;
+  for (std::int64_t m = 64; m <= 32768; m *= 2) {
+    const double t = gemm_time_s(hw, kH200, Precision::Bf16, m, 12288, 4608);
+    EXPECT_GT(t, prev);
+    EXPECT_LE(2.0 * static_cast<double>(m) * 12288 * 4608 / t, 989.4e12 * hw.gemm.max_efficiency);
+    prev = t;
+  }
+}
+
+TEST(Gemm, TileQuantizationAtAwkwardSizes) {
+  const HardwareProfile hw = load("hopper");
+  // n = 8200 pads to 33 tiles of 256 (8448): 3% padding waste per FLOP.
+  const double a = gemm_time_s(hw, kH200, Precision::Bf16, 2048, 8192, 8192) / 8192;
+  const double b = gemm_time_s(hw, kH200, Precision::Bf16, 2048, 8200, 8192) / 8200;
+  EXPECT_GT(b, a * 1.02);
+}
+
+TEST(Gemm, MatchesH200MeasurementWithin15Percent) {
+  // bench/data/h200-kernels.json: 2048 x 4608 x 12288 (175B QKV, TP8) ran in 310.4 us.
+  const HardwareProfile hw = load("hopper");
+  EXPECT_NEAR(gemm_time_s(hw, kH200, Precision::Bf16, 2048, 4608, 12288) / 310.4e-6, 1.0, 0.15);
+}
+
+TEST(Attention, KernelsOrdered) {
+  const HardwareProfile hw = load("hopper");
+  auto t = [&](AttentionKernel k) {
+    return attention_time_s(hw, kH200, Precision::Bf16, k, false, 8, 16, 2048, 2048, 128, true);
+  };
+  EXPECT_LT(t(AttentionKernel::FlashV2), t(AttentionKernel::FlashV1));
+  EXPECT_LT(t(AttentionKernel::FlashV1), t(AttentionKernel::Unfused));
+  // Measured flash forward, b8 h16 s2048 d128: 285 TFLOP/s causal-counted -> 0.482 ms.
+  EXPECT_NEAR(t(AttentionKernel::FlashV2) / (4.0 * 8 * 16 * 128 * 2048.0 * 2049 / 2 / 285e12), 1.0, 0.1);
+}
+
+TEST(Memory, BandwidthBound) {
+  const HardwareProfile hw = load("hopper");
+  // 400 MB at 0.81 * 4.8 TB/s = 102.9 us + 3.5 us latency.
+  EXPECT_NEAR(memory_bound_time_s(hw, kH200, 400e6), 3.5e-6 + 400e6 / (0.81 * 4.8e12), 1e-9);
+}
+
+TEST(Layer, ComputeTimesSane) {
+  const HardwareProfile hw = load("hopper");
+  JobSpec j = testing::gpt175b_megascale();
+  const LayerComputeTimes r = layer_compute_times(j, hw);
+  EXPECT_GT(r.forward_s, 0);
+  EXPECT_GT(r.backward_s / r.forward_s, 1.5);
+  EXPECT_LT(r.backward_s / r.forward_s, 3.0);
+  EXPECT_EQ(r.recompute_s, 0.0);
+  EXPECT_GT(r.ffn_path_gemm_forward_s, 0.5 * r.gemm_forward_s);  // FC1+FC2 are 2/3 of GEMMs
+  // Forward GEMM FLOPs 9.277e11 at <= 0.715 of peak: at least 1.31 ms.
+  EXPECT_GT(r.gemm_forward_s, 9.277e11 / (0.715 * 989.4e12));
+  j.system.fused_kernels = true;
+  EXPECT_LT(layer_compute_times(j, hw).memory_forward_s, r.memory_forward_s);
+  j.training.recompute = Recompute::Full;
+  EXPECT_NEAR(layer_compute_times(j, hw).recompute_s, layer_compute_times(j, hw).forward_s, 1e-12);
+}
+
+TEST(Optimizer, AdamIsMemoryBound) {
+  const HardwareProfile hw = load("hopper");
+  JobSpec j = testing::gpt175b_megascale();
+  j.parallel.zero_stage = 1;
+  const double params = parameters_per_gpu(j, 3) / 4;
+  // 30 B/param (fp32 master, m, v, grad read + master, m, v write + bf16 weight write).
+  const double expect = hw.memory_latency_s + hw.kernel_launch_overhead_s +
+                        params * 30.0 / (4.8e12 * hw.elementwise_bw_fraction);
+  EXPECT_NEAR(optimizer_step_time_s(j, hw, 3), expect, 1e-12);
+  j.training.optimizer = Optimizer::Lamb;
+  EXPECT_GT(optimizer_step_time_s(j, hw, 3), expect);
+}
+
+TEST(Overlap, SlowdownFromSharedSms) {
+  const HardwareProfile hw = load("hopper");  // 132 / (132 - 16)
+  EXPECT_NEAR(overlap_compute_slowdown(hw), 132.0 / 116.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace megasim

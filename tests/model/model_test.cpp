@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include "megasim/model/flops.hpp"
+#include "megasim/model/layer_ops.hpp"
+#include "megasim/model/memory.hpp"
+#include "megasim/model/params.hpp"
+#include "model/test_jobs.hpp"
+
+namespace megasim {
+namespace {
+using testing::gpt175b_megascale;
+using testing::llama;
+
+TEST(Params, Gpt3_175B) {
+  // Per layer 12h^2 + 13h = 1,812,099,072; x96 = 173,961,510,912. Embedding 50257*12288 =
+  // 617,558,016; positions 2048*12288 = 25,165,824; final LN 24,576 (head tied).
+  // Total 174,604,259,328.
+  ModelSpec m = gpt175b_megascale().model;
+  m.vocab_size = 50257; m.tie_word_embeddings = true;
+  EXPECT_DOUBLE_EQ(parameter_count(m), 174604259328.0);
+}
+
+TEST(Params, Llama31) {
+  // 8B: layer = 2*4096^2 + 2*1024*4096 + 3*4096*14336 + 2*4096 = 218,112,000; x32 +
+  //     2*128256*4096 + 4096 = 8,030,261,248.
+  EXPECT_NEAR(parameter_count(llama(4096, 32, 32, 8, 14336)), 8.030261248e9, 1.0);
+  // 70B: 855,654,400 x 80 + 2*128256*8192 + 8192 = 70,553,706,496.
+  EXPECT_NEAR(parameter_count(llama(8192, 80, 64, 8, 28672)), 70.553706496e9, 1.0);
+  // 405B: 3,187,703,808 x 126 + 2*128256*16384 + 16384 = 405,853,388,800.
+  EXPECT_NEAR(parameter_count(llama(16384, 126, 128, 8, 53248)) / 405.9e9, 1.0, 0.005);
+}
+
+TEST(Flops, MegaScale175BPerToken) {
+  // 72*l*h^2*(1 + s/(6h) + V/(12 l h)) = 1.0433e12 * (1 + 0.027778 + 0.0045211) = 1.0774e12.
+  EXPECT_NEAR(model_flops_per_token(gpt175b_megascale()) / 1.0774e12, 1.0, 1e-4);
+}
+
+TEST(Flops, RecomputeConventions) {
+  JobSpec j = gpt175b_megascale();
+  const double B = 768, s = 2048, l = 96, h = 12288, V = 64000;
+  // Selective: 72 B s l h^2 (1 + s/(3h) + V/(12 l h)) (formulas.md).
+  j.training.recompute = Recompute::Selective;
+  EXPECT_NEAR(hardware_flops_per_step(j) / (72 * B * s * l * h * h * (1 + s / (3 * h) + V / (12 * l * h))), 1.0, 1e-9);
+  // Full: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) (Narayanan Eq. 3).
+  j.training.recompute = Recompute::Full;
+  EXPECT_NEAR(hardware_flops_per_step(j) / (96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))), 1.0, 1e-9);
+  j.training.recompute = Recompute::None;
+  EXPECT_DOUBLE_EQ(hardware_flops_per_step(j), model_flops_per_step(j));
+}
+
+TEST(Flops, SlidingWindowCountsAttendedSpan) {
+  JobSpec j = gpt175b_megascale();
+  const double full = model_flops_per_token(j);
+  j.model.sliding_window = 1024;
+  // Score term 12*l*h*s drops by half: 12*96*12288*1024 = 1.4496e10 fewer FLOPs.
+  EXPECT_NEAR(full - model_flops_per_token(j), 12.0 * 96 * 12288 * 1024, 1.0);
+}
+
+int count(const std::vector<LayerOp>& ops, OpKind k) {
+  int n = 0;
+  for (const auto& op : ops) n += op.kind == k ? 1 : 0;
+  return n;
+}
+
+TEST(LayerOps, ParallelBlockSharesCollectives) {
+  JobSpec j = gpt175b_megascale();
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpAllGather), 2);
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpReduceScatter), 2);
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::Norm), 2);
+  j.model.use_parallel_residual = true;
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpAllGather), 1);
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpReduceScatter), 1);
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::Norm), 1);
+  j.parallel.sequence_parallel = false;
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpAllReduce), 1);
+  EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpAllGather), 0);
+}
+
+TEST(LayerOps, GemmFlopsMatchModelAndBackwardIsTwice) {
+  JobSpec j = gpt175b_megascale();
+  double fwd = 0, bwd = 0;
+  for (const auto& op : layer_forward_ops(j)) if (op.kind == OpKind::Gemm) fwd += op.flops;
+  for (const auto& op : layer_backward_ops(j)) if (op.kind == OpKind::Gemm) bwd += op.flops;
+  // 24 * tokens * h^2 / t = 24 * 2048 * 12288^2 / 8 = 9.2771e11.
+  EXPECT_DOUBLE_EQ(fwd, 24.0 * 2048 * 12288.0 * 12288 / 8);
+  EXPECT_DOUBLE_EQ(bwd, 2.0 * fwd);
+  // AG payload = b*s*h*2 bytes = 50,331,648.
+  for (const auto& op : layer_forward_ops(j)) {
+    if (op.kind == OpKind::TpAllGather) {
+      EXPECT_DOUBLE_EQ(op.comm_bytes, 2048.0 * 12288 * 2);
+    }
+  }
+}
+
+TEST(Memory, KorthikantiActivations) {
+  JobSpec j = gpt175b_megascale();
+  // Flash + SP: 34*s*b*h/t = 34*2048*12288/8 = 106,954,752 bytes.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 106954752.0);
+  // Unfused, no SP, t=8: s*b*h*(10 + 24/8 + 5*a*s/(h*8)) = 25,165,824 * (13 + 13.333) bytes.
+  j.system.attention_kernel = "unfused";
+  j.parallel.sequence_parallel = false;
+  EXPECT_NEAR(layer_activation_bytes(j), 25165824.0 * (13.0 + 5.0 * 128 * 2048 / (12288.0 * 8)), 1.0);
+  j.training.recompute = Recompute::Full;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 2.0 * 25165824.0);
+}
+
+TEST(Memory, InFlightMicroBatches) {
+  JobSpec j = gpt175b_megascale();  // 12 layers/stage, p = 8, 192 micro-batches
+  EXPECT_DOUBLE_EQ(activation_layer_units_in_flight(j, 0), 12.0 * 8);
+  EXPECT_DOUBLE_EQ(activation_layer_units_in_flight(j, 7), 12.0 * 1);
+  j.parallel.virtual_pipeline_model_parallel_size = 6;
+  // 96 layers * (1 + 7/48) = 110 layers' worth.
+  EXPECT_DOUBLE_EQ(activation_layer_units_in_flight(j, 0), 96.0 * (1.0 + 7.0 / 48.0));
+}
+
+TEST(Memory, ZeroSharding) {
+  JobSpec j = gpt175b_megascale();
+  const double params = parameters_per_gpu(j, 3);  // a middle stage: 12 layers only
+  EXPECT_NEAR(params, 12 * (12.0 * 12288 * 12288 / 8 + (3 * 12288 + 4 * 12288) / 8.0 + 2 * 12288 + 4 * 12288), 1.0);
+  j.parallel.zero_stage = 1;
+  MemoryBreakdown m1 = memory_per_gpu(j, 3);
+  EXPECT_DOUBLE_EQ(m1.weights_bytes, 2 * params);
+  EXPECT_DOUBLE_EQ(m1.gradients_bytes, 4 * params);
+  EXPECT_DOUBLE_EQ(m1.optimizer_states_bytes, 12 * params / 4);
+  j.parallel.zero_stage = 3;
+  MemoryBreakdown m3 = memory_per_gpu(j, 3);
+  EXPECT_DOUBLE_EQ(m3.weights_bytes, 2 * params / 4);
+  EXPECT_DOUBLE_EQ(m3.gradients_bytes, 4 * params / 4);
+  EXPECT_GT(memory_per_gpu(j, 0).activations_bytes, memory_per_gpu(j, 3).activations_bytes);
+}
+
+}  // namespace
+}  // namespace megasim

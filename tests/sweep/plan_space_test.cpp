@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "megasim/core/error.hpp"
+#include "megasim/sweep/plan_space.hpp"
+#include "sweep/sweep_test_util.hpp"
+
+namespace megasim {
+namespace {
+
+PlanSpaceOptions small_space() {
+  PlanSpaceOptions o;
+  o.micro_batch_sizes = {1};
+  o.max_context_parallel = 1;
+  return o;
+}
+
+// Textbook count for the 6-layer model on 8 GPUs (gpus_per_node 8), micro-batch {1}, CP {1}:
+//   TP: divisors of 8 = {1,2,4,8}                                    -> 4
+//   PP layouts of 6 layers: even PP 1 (VPP 1), 2 (VPP 1,3), 3 (VPP 1,2), 6 (VPP 1) = 6,
+//     uneven PP 4 (6 % 4 != 0): k = ceil(6/4) = 2, rest = 6 - 2*2 = 2 -> first 1, last 1,
+//     VPP divisors of gcd(1,1,2) = {1}                              -> 7 (pp, vpp) pairs
+//   recompute 3 x ZeRO 4                                             -> 12
+//   total 4 * 7 * 12 = 336.
+TEST(PlanSpace, TextbookEnumerationCount) {
+  const auto cat = testing::test_catalog();
+  const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
+  const auto plans = enumerate_plans(base, small_space());
+  EXPECT_EQ(plans.size(), 336u);
+  std::set<std::string> keys;
+  for (const auto& p : plans) keys.insert(plan_key(p));
+  EXPECT_EQ(keys.size(), plans.size()) << "keys are unique";
+  for (std::size_t i = 1; i < plans.size(); ++i) EXPECT_TRUE(canonical_less(plans[i - 1], plans[i]));
+  int uneven = 0;
+  for (const auto& p : plans) {
+    if (p.first_stage_layers) {
+      ++uneven;
+      EXPECT_EQ(p.pp, 4);
+      EXPECT_EQ(*p.first_stage_layers, 1);
+      EXPECT_EQ(*p.last_stage_layers, 1);
+    }
+  }
+  EXPECT_EQ(uneven, 4 * 12);  // one uneven layout per TP, times recompute x ZeRO
+}
+
+// Rejections by hand (num_gpus 8, 12 heads, gbs 16, mbs 1):
+//   TP*PP must divide 8. Layouts (with their VPP counts) failing it:
+//     TP1: PP3(2), PP6(1) = 3;  TP2: PP3(2), PP6(1) = 3;  TP4: PP3(2), PP6(1), PP4(1) = 4;
+//     TP8: PP2(2), PP3(2), PP6(1), PP4(1) = 6  -> 16 layouts * 12 = 192
+//   TP8 with PP1 passes tiling but 8 does not divide 12 heads   -> 1 * 12 = 12
+//   everything else divides: DP in {1,2,4,8} divides 16; VPP 3 never tiles (PP 2 -> VPP 3 needs
+//   16/dp micro-batches % 2: TP1 dp4 m4, TP2 dp2 m8, TP4 dp1 m16: all even)
+//   valid = 336 - 192 - 12 = 132.
+TEST(PlanSpace, TextbookRejectionCounts) {
+  const auto cat = testing::test_catalog();
+  const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
+  std::map<std::string, int> counts;
+  int valid = 0;
+  for (const auto& p : enumerate_plans(base, small_space())) {
+    const JobSpec job = apply_plan(base, p);
+    const auto rule = first_broken_rule(job);
+    if (rule) {
+      ++counts[plan_rule_key(*rule)];
+    } else {
+      ++valid;
+      EXPECT_LE(peak_memory_bytes(job), job.cluster.gpu.memory_bytes);
+    }
+  }
+  EXPECT_EQ(counts["num_gpus_divisible_by_tp_pp_cp"], 192);
+  EXPECT_EQ(counts["tp_divides_attention_heads"], 12);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(valid, 132);
+}
+
+// The cheap checks must agree with the config validator: a candidate is accepted exactly
+// when `megasim simulate` would accept the same plan written into the config.
+TEST(PlanSpace, ChecksAgreeWithConfigValidation) {
+  const auto cat = testing::test_catalog();
+  auto cfg = testing::small_job_json();
+  cfg["training"]["global_batch_size"] = 12;  // exercises the batch and VPP rules too
+  cfg["parallel"]["pipeline_model_parallel_size"] = 2;  // DP 4 so that the base itself is valid
+  const JobSpec base = testing::load_with(cat, cfg, {});
+  PlanSpaceOptions o;
+  o.micro_batch_sizes = {1, 4};
+  o.max_context_parallel = 4;
+  int checked = 0;
+  for (const auto& p : enumerate_plans(base, o)) {
+    if (p.recompute != Recompute::None || p.zero_stage != 1) continue;  // irrelevant to the rules
+    nlohmann::json c = cfg;
+    c["parallel"] = {{"tensor_model_parallel_size", p.tp}, {"pipeline_model_parallel_size", p.pp},
+                     {"virtual_pipeline_model_parallel_size", p.vpp}, {"context_parallel_size", p.cp},
+                     {"zero_stage", 1}};
+    if (p.first_stage_layers) c["parallel"]["decoder_first_pipeline_num_layers"] = *p.first_stage_layers;
+    if (p.last_stage_layers) c["parallel"]["decoder_last_pipeline_num_layers"] = *p.last_stage_layers;
+    c["training"]["micro_batch_size"] = p.micro_batch_size;
+    const auto rule = first_broken_rule(apply_plan(base, p));
+    bool parsed = true;
+    try {
+      const JobSpec j = parse_job(c, cat, {});
+      EXPECT_EQ(j.parallel.data_parallel_size, apply_plan(base, p).parallel.data_parallel_size);
+    } catch (const InputError&) {
+      parsed = false;
+    }
+    EXPECT_EQ(parsed, !rule.has_value()) << plan_key(p) << (rule ? plan_rule_key(*rule) : "");
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+}
+
+TEST(PlanSpace, EachRuleFires) {
+  const auto cat = testing::test_catalog();
+  const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
+  PlanCandidate c;
+  c.global_batch_size = 16;
+  auto rule = [&](const PlanCandidate& x) { return first_broken_rule(apply_plan(base, x)); };
+  EXPECT_FALSE(rule(c).has_value());
+  PlanCandidate x = c;
+  x.tp = 8;  // 12 heads
+  EXPECT_EQ(rule(x), PlanRule::TpDividesHeads);
+  x = c;
+  x.pp = 3;  // 8 GPUs
+  EXPECT_EQ(rule(x), PlanRule::GpusDivisibleByModelParallel);
+  x = c;
+  x.micro_batch_size = 4;  // 16 % (4*8)
+  EXPECT_EQ(rule(x), PlanRule::BatchDivisibleByMicroBatchDp);
+  x = c;
+  x.pp = 2;
+  x.vpp = 3;
+  x.global_batch_size = 12;  // dp 4, 3 micro-batches, 3 % 2
+  EXPECT_EQ(rule(x), PlanRule::VppMicroBatchesDivisibleByPp);
+  JobSpec odd = base;
+  odd.training.seq_length = 1022;  // 1022 % (2*2) != 0
+  x = c;
+  x.cp = 2;
+  EXPECT_EQ(first_broken_rule(apply_plan(odd, x)), PlanRule::SeqDivisibleBy2Cp);
+  odd.training.seq_length = 1020;  // 1020/2 = 510, 510 % 4 != 0
+  x.tp = 4;
+  EXPECT_EQ(first_broken_rule(apply_plan(odd, x)), PlanRule::SeqPerCpDivisibleByTp);
+}
+
+}  // namespace
+}  // namespace megasim
