@@ -63,15 +63,25 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   // each chunk's collectives hide behind other chunks' compute; only the last chunk's
   // reduce-scatter (1/v of it) and, unless prefetched under data loading, the first chunk's
   // all-gather stay exposed (MegaScale §3.2: "a factor of 1/(2*vpp_size)").
+  const double pipeline_busy_s = m * worst.compute_s;
   double dp_exposed_s = c.dp_reduce_time_s + c.dp_gather_time_s;
   double dp_hidden_s = 0;
-  if (sys.dp_overlap && c.dp > 1) {
+  if (job.parallel.zero_stage == 3 && c.dp > 1) {
+    // ZeRO-3 / FSDP re-gathers every chunk's parameters before each forward and backward
+    // pass of every micro-batch (2m full gathers per step), prefetched ahead of the pass: the
+    // gathers hide behind compute while they take less time than it, except the first one;
+    // the gradients' reduce-scatter follows each chunk's last backward as with DP overlap.
+    const double v = static_cast<double>(c.vpp);
+    const double one_gather_s = c.dp_gather_time_s / 2.0;  // StepCosts counts forward + backward
+    const double gathers_s = 2.0 * m * one_gather_s;
+    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) + one_gather_s / v + c.dp_reduce_time_s / v;
+    dp_hidden_s = gathers_s + c.dp_reduce_time_s - dp_exposed_s;
+  } else if (sys.dp_overlap && c.dp > 1) {
     const double v = static_cast<double>(c.vpp);
     dp_exposed_s = c.dp_reduce_time_s / v + (sys.dp_prefetch_first_all_gather ? 0.0 : c.dp_gather_time_s / v);
     dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
   // Hidden communication is not free: its kernels share SMs and HBM with compute.
-  const double pipeline_busy_s = m * worst.compute_s;
   const double contention_s = c.dp_overlap_compute_slowdown * std::min(dp_hidden_s, pipeline_busy_s);
 
   const double straggler_s = c.straggler_slowdown * (m * pace_s + bubble_s);

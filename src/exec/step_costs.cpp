@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "megasim/coll/cost_model.hpp"
 #include "megasim/coll/nccl_model.hpp"
@@ -23,7 +24,9 @@ CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per
   g.ranks = static_cast<int>(ranks);
   const std::int64_t per_node =
       stride >= gpus_per_node ? 1 : std::min<std::int64_t>(ranks, gpus_per_node / stride);
-  g.ranks_per_node = static_cast<int>(std::max<std::int64_t>(1, per_node));
+  // A group that does not fill whole nodes (e.g. 2,564 ranks, 8 per node) is ragged; the
+  // NCCL shape model wants equal counts, so use the largest count that tiles the group.
+  g.ranks_per_node = static_cast<int>(std::max<std::int64_t>(1, std::gcd(ranks, std::max<std::int64_t>(1, per_node))));
   g.nodes = static_cast<int>((ranks + g.ranks_per_node - 1) / g.ranks_per_node);
   g.same_rail = g.ranks_per_node == 1;
   return g;
