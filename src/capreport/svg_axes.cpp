@@ -65,7 +65,7 @@ std::string fmt(double v) {
   else if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
   else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
   else if (a >= 1e5) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  else std::snprintf(buf, sizeof buf, "%.6g", v);  // 12288, not 1.229e+04
   return buf;
 }
 

@@ -109,7 +109,7 @@ StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
   }
   const DesEcmpSummary ecmp = des_ecmp_summary(ex.router(), ex.dp_flow_keys());
   if (ecmp.valid) {
-    EcmpStats e;
+    StepEcmpSummary e;
     e.max_flows_per_uplink = ecmp.max_flows_per_uplink;
     e.mean_flows_per_uplink = ecmp.mean_flows_per_uplink;
     e.time_inflation_vs_ideal = ecmp.time_inflation_vs_ideal;

@@ -1,6 +1,6 @@
 #pragma once
 // Private: ECMP collision summary of the DP collectives' flows. Kept in its own translation
-// unit because net/ecmp_stats.hpp and report/step_report.hpp both declare a megasim::EcmpStats.
+// unit so the per-tier statistics types of net/ecmp_stats.hpp stay out of the executor.
 #include <cstdint>
 #include <vector>
 

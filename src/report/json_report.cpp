@@ -9,9 +9,7 @@
 
 namespace megasim {
 
-namespace {
-
-nlohmann::json breakdown_json(const StepBreakdown& b) {
+nlohmann::json breakdown_to_json(const StepBreakdown& b) {
   return nlohmann::json{{"compute", b.compute_s},
                         {"exposed_tp_comm", b.exposed_tp_comm_s},
                         {"exposed_pp_comm", b.exposed_pp_comm_s},
@@ -22,8 +20,6 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
                         {"data_loading", b.data_loading_s},
                         {"other", b.other_s}};
 }
-
-}  // namespace
 
 nlohmann::json to_json(const StepReport& r) {
   nlohmann::json j;
@@ -47,7 +43,7 @@ nlohmann::json to_json(const StepReport& r) {
     j["time_to_train_days"] = nullptr;
   }
   j["startup_s"] = r.startup_s;
-  j["breakdown_s"] = breakdown_json(r.breakdown);
+  j["breakdown_s"] = breakdown_to_json(r.breakdown);
   j["memory"] = {{"peak_bytes_per_gpu", r.memory.total_bytes()},
                  {"capacity_bytes", r.memory_capacity_bytes},
                  {"fits", r.memory_fits},

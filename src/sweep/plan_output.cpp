@@ -2,23 +2,12 @@
 #include <cstdio>
 #include <string>
 
+#include "megasim/report/json_report.hpp"
 #include "megasim/sweep/plan_search.hpp"
 
 namespace megasim {
 
 namespace {
-
-nlohmann::json breakdown_json(const StepBreakdown& b) {
-  return {{"compute", b.compute_s},
-          {"exposed_tp_comm", b.exposed_tp_comm_s},
-          {"exposed_pp_comm", b.exposed_pp_comm_s},
-          {"exposed_dp_comm", b.exposed_dp_comm_s},
-          {"exposed_cp_comm", b.exposed_cp_comm_s},
-          {"pipeline_bubble", b.pipeline_bubble_s},
-          {"optimizer", b.optimizer_s},
-          {"data_loading", b.data_loading_s},
-          {"other", b.other_s}};
-}
 
 nlohmann::json ranked_json(const RankedPlan& p, std::size_t rank) {
   nlohmann::json plan = {{"key", p.key},
@@ -44,7 +33,7 @@ nlohmann::json ranked_json(const RankedPlan& p, std::size_t rank) {
           {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
           {"peak_memory_bytes_per_gpu", p.peak_memory_bytes},
           {"dominant_exposed_cost", {{"name", p.dominant_cost}, {"time_s", p.dominant_cost_s}}},
-          {"breakdown_s", breakdown_json(p.breakdown)},
+          {"breakdown_s", breakdown_to_json(p.breakdown)},
           {"analytic_rank", p.analytic_rank},
           {"analytic_step_time_s", p.analytic_step_time_s}};
 }

@@ -43,7 +43,8 @@ struct LinkLoad {
   double utilization = 0;    // busy fraction of the step (0..1)
 };
 
-struct EcmpStats {
+// Named apart from net/ecmp_stats.hpp's EcmpStats (the full per-tier statistics).
+struct StepEcmpSummary {
   double max_flows_per_uplink = 0;
   double mean_flows_per_uplink = 0;
   double time_inflation_vs_ideal = 1.0;  // >= 1; DP collective time / ideal-spray time
@@ -69,7 +70,7 @@ struct StepReport {
   bool memory_fits = true;
   PlanSummary plan;
   std::vector<LinkLoad> busiest_links;   // DES only
-  std::optional<EcmpStats> ecmp;         // DES only
+  std::optional<StepEcmpSummary> ecmp;         // DES only
   double startup_s = 0;                  // communicator initialisation (start-up cost)
 };
 

@@ -1,0 +1,98 @@
+// The remaining subcommands through the CLI: regress (the CI gate on this repository's own
+// baseline, and drift detection), topology and collective goldens, explain, validate JSON.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "golden_support.hpp"
+
+namespace megasim {
+namespace {
+
+using testing::matches_golden;
+using testing::run;
+using testing::source_path;
+
+TEST(Regress, RepositoryBaselineHasNoDrift) {
+  // The CI gate itself: a change that moves predicted MFU by more than 0.5 points fails here
+  // until the baseline is refreshed deliberately (megasim regress --update).
+  const auto r = run({"regress", "--baseline", source_path("tests/regress/baseline.json")});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no drift"), std::string::npos) << r.out;
+}
+
+TEST(Regress, DriftBeyondToleranceExitsThree) {
+  auto baseline = nlohmann::json::parse(std::ifstream(source_path("tests/regress/baseline.json")));
+  baseline["entries"][0]["mfu"] = baseline["entries"][0]["mfu"].get<double>() + 0.01;  // +1 point
+  baseline["entries"][0]["config"] = source_path("configs/megascale-175b-12288.json");
+  const auto file = std::filesystem::temp_directory_path() / "megasim-regress-drift.json";
+  std::ofstream(file) << baseline.dump();
+  const auto r = run({"regress", "--baseline", file.string(), "--json"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["any_drift"].get<bool>());
+  EXPECT_NEAR(j["rows"][0]["delta_points"].get<double>(), -1.0, 1e-6);
+  // A looser tolerance accepts the same change.
+  EXPECT_EQ(run({"regress", "--baseline", file.string(), "--tolerance-points", "1.5"}).code, 0);
+  std::filesystem::remove(file);
+}
+
+TEST(Regress, MalformedBaselineExitsTwoNamingTheField) {
+  const auto file = std::filesystem::temp_directory_path() / "megasim-regress-bad.json";
+  std::ofstream(file) << R"({"entries": [{"config": "megascale-175b-12288"}]})";
+  const auto r = run({"regress", "--baseline", file.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("entries[0].mfu"), std::string::npos) << r.err;
+  std::filesystem::remove(file);
+}
+
+TEST(Golden, TopologyOfTheMegaScaleFabric) {
+  const auto r = run({"topology", "megascale-175b-12288", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(matches_golden("topology-megascale-175b-12288.json", nlohmann::json::parse(r.out)));
+}
+
+TEST(Golden, CollectiveTableOnOneDgxA100) {
+  const auto r = run({"collective", "megascale-175b-12288", "--op", "all_reduce", "--gpus", "8",
+                      "--sizes", "1MiB:1GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(matches_golden("collective-allreduce-8xa100.json", j));
+  // Large messages approach the published ~230 GB/s DGX-A100 bus bandwidth.
+  EXPECT_NEAR(j["rows"].back()["busbw_GBps"].get<double>(), 230.0, 23.0);
+}
+
+TEST(Cli, ExplainShowsPlacementAndMemory) {
+  const auto r = run({"explain", "megascale-175b-12288", "--max-rows", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"DP 192", "micro-batches per pipeline 32", "placement", "activations", "stage 7"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(Cli, ValidateCommInitJson) {
+  const auto r = run({"validate", "--suite", "comm_init", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cases"].size(), 4u);
+  for (const auto& c : j["cases"]) {
+    for (const char* k : {"suite", "name", "metric", "published", "predicted", "error_pct"}) EXPECT_TRUE(c.contains(k));
+  }
+  EXPECT_TRUE(j["summary"]["comm_init"]["pass"].get<bool>());
+}
+
+TEST(Cli, TraceIsWrittenAsTraceEventJson) {
+  const auto file = std::filesystem::temp_directory_path() / "megasim-trace.json";
+  const auto r = run({"simulate", "megascale-175b-12288", "--set", "cluster.num_gpus=256",
+                      "--set", "training.global_batch_size=256", "--trace", file.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(std::ifstream(file));
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  EXPECT_GT(trace["traceEvents"].size(), 100u);
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace megasim
