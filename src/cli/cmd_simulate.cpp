@@ -21,7 +21,7 @@ struct SimulateArgs {
   bool json = false;
   std::string engine = "des";
   std::string trace;
-  std::int64_t seed = -1;
+  std::uint64_t seed = 0;
   bool full = false;
 };
 
@@ -37,11 +37,19 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
   cmd->add_option("--engine", args->engine, "des (event engine, default) | analytic");
   cmd->add_option("--trace", args->trace, "write a Chrome Trace Event timeline (des engine)");
-  cmd->add_option("--seed", args->seed, "seed for ECMP hashing and stragglers (default: config)");
+  auto* seed = cmd->add_option("--seed", args->seed,
+                               "seed for ECMP hashing and stragglers (default: the config's seed)");
+  seed->check(CLI::Validator(
+      [](const std::string& v) {
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : std::string("must be a non-negative integer, got \"" + v + "\"");
+      },
+      "UINT", "non-negative integer"));
   cmd->add_flag("--full", args->full, "simulate every rank instead of folding symmetric ones");
-  cmd->callback([args, &ctx] {
+  cmd->callback([args, seed, &ctx] {
     auto sets = args->sets;
-    if (args->seed >= 0) sets.push_back("seed=" + std::to_string(args->seed));
+    if (seed->count() > 0) sets.push_back("seed=" + std::to_string(args->seed));
     const JobSpec job = ctx.load_job(args->config, sets);
     SimulateOptions opts;
     opts.engine = parse_engine_kind(args->engine);
