@@ -102,6 +102,8 @@ ClusterSpec parse_cluster(const nlohmann::json& v, const std::string& path, cons
   const auto pcie = r.bandwidth_opt("pcie_bandwidth");
   if (pcie && !(*pcie > 0)) throw InputError(r.path_of("pcie_bandwidth"), "must be positive");
   c.pcie_bandwidth_Bps = pcie.value_or(gpu_pcie.value_or(0.0));
+  c.straggler_host_fraction = r.number_opt("straggler_host_fraction", 0.0, 1.0).value_or(0.0);
+  c.straggler_slowdown = r.number_opt("straggler_slowdown", 0.0, 100.0).value_or(0.0);
 
   // Defaults first, then what the cluster wrote; the merged object is checked as one.
   nlohmann::json net = catalog.entry("clusters", kNetworkDefaults, r.path_of("network"));

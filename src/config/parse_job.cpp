@@ -46,8 +46,8 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   flag("async_data_preprocessing", s.async_data_preprocessing);
   flag("data_loader_per_node", s.data_loader_per_node);
   flag("gc_stragglers_fixed", s.gc_stragglers_fixed);
-  s.straggler_host_fraction = r.number_opt("straggler_host_fraction", 0.0, 1.0).value_or(s.straggler_host_fraction);
-  s.straggler_slowdown = r.number_opt("straggler_slowdown", 0.0, 100.0).value_or(s.straggler_slowdown);
+  if (const auto f = r.number_opt("straggler_host_fraction", 0.0, 1.0)) s.straggler_host_fraction = *f;
+  if (const auto d = r.number_opt("straggler_slowdown", 0.0, 100.0)) s.straggler_slowdown = *d;
   if (const auto st = r.enum_opt("comm_init_store", kStores)) s.comm_init_store = *st;
   flag("comm_init_ordered", s.comm_init_ordered);
   flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);

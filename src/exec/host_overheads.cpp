@@ -22,7 +22,8 @@ double figure(const nlohmann::json& j, const char* key) {
 
 HostOverheads load_host_overheads(const Catalog& catalog) {
   const auto j = catalog.entry("hw", "host", "hw.host");
-  return HostOverheads{figure(j, "loader_first_batch_s"), figure(j, "gc_pause_s")};
+  return HostOverheads{figure(j, "loader_first_batch_s"), figure(j, "gc_pause_s"),
+                       figure(j, "p2p_sync_gap_s")};
 }
 
 double data_loading_time_s(const HostOverheads& h, const SystemSpec& sys, int gpus_per_node) {
@@ -34,6 +35,11 @@ double data_loading_time_s(const HostOverheads& h, const SystemSpec& sys, int gp
 double gc_skew_time_s(const HostOverheads& h, const SystemSpec& sys, std::int64_t dp) {
   if (sys.gc_stragglers_fixed || dp <= 1) return 0.0;
   return h.gc_pause_s;
+}
+
+double p2p_sync_gap_time_s(const HostOverheads& h, const SystemSpec& sys, int pipeline_stages) {
+  if (sys.pp_overlap || pipeline_stages <= 1) return 0.0;
+  return h.p2p_sync_gap_s;
 }
 
 }  // namespace megasim

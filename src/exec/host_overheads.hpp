@@ -15,6 +15,7 @@ class Catalog;
 struct HostOverheads {
   double loader_first_batch_s = 0;  // one loader preparing a step's first micro-batch
   double gc_pause_s = 0;            // a generation-2 collection in a training process
+  double p2p_sync_gap_s = 0;        // GPU idle after a host synchronize, before the next chunk
 };
 
 HostOverheads load_host_overheads(const Catalog& catalog);
@@ -27,5 +28,10 @@ double data_loading_time_s(const HostOverheads& h, const SystemSpec& sys, int gp
 // Expected delay of the step's last DP collective from GC-induced launch skew: every rank of
 // the DP group must launch it, so the slowest rank's pause counts. Removed by the fix.
 double gc_skew_time_s(const HostOverheads& h, const SystemSpec& sys, std::int64_t dp);
+
+// GPU idle per chunk pass from Megatron's torch.cuda.synchronize() after every batched,
+// blocking pipeline send/recv: the queue drains and the GPU waits for the host to issue the
+// next chunk. MegaScale's asynchronous pipeline communication (pp_overlap) removes it.
+double p2p_sync_gap_time_s(const HostOverheads& h, const SystemSpec& sys, int pipeline_stages);
 
 }  // namespace megasim

@@ -126,7 +126,6 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   c.vpp = vpp;
   c.dp = dp;
   c.micro_batches = job.training.global_batch_size / (job.training.micro_batch_size * dp);
-  c.launch_overhead_per_chunk_s = 0;
 
   int first_layer = 0;
   for (int s = 0; s < pp; ++s) {
@@ -209,12 +208,14 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const HostOverheads& host = data.host;
   c.data_loading_s = data_loading_time_s(host, sys, gpn);
   c.gc_skew_s = gc_skew_time_s(host, sys, dp);
+  c.launch_overhead_per_chunk_s = p2p_sync_gap_time_s(host, sys, pp);
 
   // Straggler hosts: the step waits for the slowest pipeline replica, so one slow host
   // anywhere slows everyone; expected slow-down = slowdown x P(at least one slow host).
   const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / gpn);
-  c.straggler_slowdown = sys.straggler_slowdown *
-                         (1.0 - std::pow(1.0 - sys.straggler_host_fraction, nodes));
+  const double slow_fraction = sys.straggler_host_fraction.value_or(job.cluster.straggler_host_fraction);
+  const double slow_host_slowdown = sys.straggler_slowdown.value_or(job.cluster.straggler_slowdown);
+  c.straggler_slowdown = slow_host_slowdown * (1.0 - std::pow(1.0 - slow_fraction, nodes));
   return c;
 }
 

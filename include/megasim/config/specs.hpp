@@ -75,6 +75,10 @@ struct ClusterSpec {
   int gpus_per_node = 8;
   NetworkSpec network;
   double pcie_bandwidth_Bps = 0;       // GPU <-> host, per GPU, per direction
+  // The fleet's slow hosts: the share of hosts whose GPUs compute slower, and by how much
+  // (MegaScale section 5.1 measured about 0.5% of hosts taking about 10% longer).
+  double straggler_host_fraction = 0;
+  double straggler_slowdown = 0;       // 0.1 = 10% longer compute on a slow host
 };
 
 // Order in which the non-TP parallel dimensions are laid over nodes, innermost first.
@@ -117,8 +121,9 @@ struct SystemSpec {
   bool async_data_preprocessing = false;
   bool data_loader_per_node = false;  // one loader per node instead of one per GPU
   bool gc_stragglers_fixed = false;   // "problematic code" removed (GC-induced launch skew)
-  double straggler_host_fraction = 0.0;
-  double straggler_slowdown = 0.0;    // 0.1 = 10% slower compute on straggler hosts
+  // What-if overrides of the cluster's straggler population (e.g. 0 after straggler hunting).
+  std::optional<double> straggler_host_fraction;
+  std::optional<double> straggler_slowdown;
   std::string comm_init_store = "tcpstore";   // "tcpstore" | "redis"
   bool comm_init_ordered = false;             // O(n) instead of O(n^2) global barriers
   bool grad_reduce_in_fp32 = true;            // Megatron forces fp32 grad reduce for bf16

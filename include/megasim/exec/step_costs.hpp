@@ -57,7 +57,7 @@ struct StepCosts {
   double data_loading_s = 0;             // exposed host-side loading at the start of a step
   double gc_skew_s = 0;                  // late launch of the last DP collective (Python GC)
   double straggler_slowdown = 0;         // expected pipeline slow-down from straggler hosts
-  double launch_overhead_per_chunk_s = 0;  // host launch latency exposed per chunk pass
+  double launch_overhead_per_chunk_s = 0;  // host-side GPU idle per chunk pass (p2p synchronize)
 };
 
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog);
