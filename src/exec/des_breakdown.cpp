@@ -112,7 +112,7 @@ StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
     StepEcmpSummary e;
     e.max_flows_per_uplink = ecmp.max_flows_per_uplink;
     e.mean_flows_per_uplink = ecmp.mean_flows_per_uplink;
-    e.time_inflation_vs_ideal = ecmp.time_inflation_vs_ideal;
+    e.max_uplink_load_vs_ideal = ecmp.max_uplink_load_vs_ideal;
     rep.ecmp = e;
   }
   return rep;

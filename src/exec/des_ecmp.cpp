@@ -22,7 +22,7 @@ DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowK
       out.valid = true;
       out.max_flows_per_uplink = tier.max_load;
       out.mean_flows_per_uplink = tier.mean_load;
-      out.time_inflation_vs_ideal =
+      out.max_uplink_load_vs_ideal =
           tier.spray_max_load > 0 ? std::max(1.0, tier.max_load / tier.spray_max_load) : 1.0;
     }
   }

@@ -18,7 +18,7 @@ struct DesEcmpSummary {
   bool valid = false;                 // false when no flow crosses a switch-to-switch link
   double max_flows_per_uplink = 0;    // busiest switch tier
   double mean_flows_per_uplink = 0;
-  double time_inflation_vs_ideal = 1; // max load under the policy / max load with ideal spray
+  double max_uplink_load_vs_ideal = 1; // max load under the policy / max load with ideal spray
 };
 
 DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowKey>& flows);

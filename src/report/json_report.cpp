@@ -72,7 +72,7 @@ nlohmann::json to_json(const StepReport& r) {
   if (r.ecmp) {
     j["ecmp"] = {{"max_flows_per_uplink", r.ecmp->max_flows_per_uplink},
                  {"mean_flows_per_uplink", r.ecmp->mean_flows_per_uplink},
-                 {"time_inflation_vs_ideal", r.ecmp->time_inflation_vs_ideal}};
+                 {"max_uplink_load_vs_ideal", r.ecmp->max_uplink_load_vs_ideal}};
   }
   return j;
 }
@@ -145,8 +145,8 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   }
   if (r.ecmp) {
     out << "  ECMP: max " << fmt("%.0f", r.ecmp->max_flows_per_uplink) << " / mean "
-        << fmt("%.2f", r.ecmp->mean_flows_per_uplink) << " flows per uplink; DP time x"
-        << fmt("%.3f", r.ecmp->time_inflation_vs_ideal) << " vs ideal spraying\n";
+        << fmt("%.2f", r.ecmp->mean_flows_per_uplink) << " flows per uplink; busiest uplink x"
+        << fmt("%.3f", r.ecmp->max_uplink_load_vs_ideal) << " vs ideal spraying\n";
   }
 }
 

@@ -47,7 +47,7 @@ struct LinkLoad {
 struct StepEcmpSummary {
   double max_flows_per_uplink = 0;
   double mean_flows_per_uplink = 0;
-  double time_inflation_vs_ideal = 1.0;  // >= 1; DP collective time / ideal-spray time
+  double max_uplink_load_vs_ideal = 1.0;  // busiest uplink: flows under ECMP / load under ideal spraying (static)
 };
 
 struct StepReport {
