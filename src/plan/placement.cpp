@@ -64,32 +64,34 @@ int Placement::tor_set_of_gpu(int gpu) const {
   return node_of_gpu(gpu) / servers_per_tor_;
 }
 
-std::vector<std::int64_t> Placement::tp_group(std::int64_t rank) const {
-  RankCoord c = coord_of(rank);
+namespace {
+
+// Ranks that differ from `rank` only along one parallel dimension, in that dimension's order.
+template <typename Field, typename Count>
+std::vector<std::int64_t> group_along(const Placement& pl, std::int64_t rank, Field RankCoord::*field,
+                                      Count size) {
+  RankCoord c = pl.coord_of(rank);
   std::vector<std::int64_t> out;
-  for (c.tp = 0; c.tp < tp_; ++c.tp) out.push_back(rank_of(c));
+  for (c.*field = 0; c.*field < size; ++(c.*field)) out.push_back(pl.rank_of(c));
   return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> Placement::tp_group(std::int64_t rank) const {
+  return group_along(*this, rank, &RankCoord::tp, tp_);
 }
 
 std::vector<std::int64_t> Placement::cp_group(std::int64_t rank) const {
-  RankCoord c = coord_of(rank);
-  std::vector<std::int64_t> out;
-  for (c.cp = 0; c.cp < cp_; ++c.cp) out.push_back(rank_of(c));
-  return out;
+  return group_along(*this, rank, &RankCoord::cp, cp_);
 }
 
 std::vector<std::int64_t> Placement::dp_group(std::int64_t rank) const {
-  RankCoord c = coord_of(rank);
-  std::vector<std::int64_t> out;
-  for (c.dp = 0; c.dp < dp_; ++c.dp) out.push_back(rank_of(c));
-  return out;
+  return group_along(*this, rank, &RankCoord::dp, dp_);
 }
 
 std::vector<std::int64_t> Placement::pp_group(std::int64_t rank) const {
-  RankCoord c = coord_of(rank);
-  std::vector<std::int64_t> out;
-  for (c.pp = 0; c.pp < pp_; ++c.pp) out.push_back(rank_of(c));
-  return out;
+  return group_along(*this, rank, &RankCoord::pp, pp_);
 }
 
 std::string render_placement_table(const Placement& pl, std::int64_t max_rows) {
