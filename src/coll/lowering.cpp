@@ -151,6 +151,26 @@ void validate_gpus(const std::vector<int>& gpus, const ClusterSpec& c) {
   if (c.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be >= 1");
 }
 
+// A send/recv's endpoints and the rails it uses: with scatter-gather across nodes the message
+// is split over t rails (then all-gathered over NVLink on the receiving node).
+struct SendRecvRoute {
+  int src = 0;
+  int dst = 0;
+  int rails = 1;
+  CollGroupShape shape;
+};
+
+SendRecvRoute send_recv_route(const CollectiveRequest& req, int gpus_per_node) {
+  if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
+  SendRecvRoute r;
+  r.src = req.gpus.front();
+  r.dst = req.gpus.back();
+  const bool cross = r.src / gpus_per_node != r.dst / gpus_per_node;
+  r.rails = cross ? std::clamp(req.scatter_gather, 1, gpus_per_node) : 1;
+  r.shape = CollGroupShape{2 * r.rails, r.rails, cross ? 2 : 1, r.src % gpus_per_node == r.dst % gpus_per_node};
+  return r;
+}
+
 }  // namespace
 
 CollGroupShape shape_of(const std::vector<int>& gpus, const ClusterSpec& c) {
@@ -169,12 +189,9 @@ CollEstimate estimate_request(const CollectiveRequest& req, const ClusterSpec& c
   const int gpn = c.gpus_per_node;
   const double S = req.size_bytes;
   if (req.op == CollOp::SendRecv) {
-    if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
-    const int src = req.gpus.front();
-    const int dst = req.gpus.back();
-    const bool cross = src / gpn != dst / gpn;
-    const int t = cross ? std::clamp(req.scatter_gather, 1, gpn) : 1;
-    CollEstimate e = estimate_collective(CollOp::SendRecv, S, CollGroupShape{2 * t, t, cross ? 2 : 1, src % gpn == dst % gpn}, c, m);
+    const SendRecvRoute route = send_recv_route(req, gpn);
+    const int t = route.rails;
+    CollEstimate e = estimate_collective(CollOp::SendRecv, S, route.shape, c, m);
     if (t > 1) {
       const CollEstimate ag = estimate_collective(CollOp::AllGather, S, CollGroupShape{t, t, 1, false}, c, m);
       e.time_s += ag.time_s;
@@ -207,12 +224,9 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   const double S = req.size_bytes;
 
   if (req.op == CollOp::SendRecv) {
-    if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
-    const int src = req.gpus.front();
-    const int dst = req.gpus.back();
-    const bool cross = src / gpn != dst / gpn;
-    const int t = cross ? std::clamp(req.scatter_gather, 1, gpn) : 1;
-    plan.shape = CollGroupShape{2 * t, t, cross ? 2 : 1, src % gpn == dst % gpn};
+    const SendRecvRoute route = send_recv_route(req, gpn);
+    const int src = route.src, dst = route.dst, t = route.rails;
+    plan.shape = route.shape;
     plan.channels = 1;
     plan.estimate = estimate_request(req, c, m);
     const CollEstimate p2p_est = estimate_collective(CollOp::SendRecv, S, plan.shape, c, m);

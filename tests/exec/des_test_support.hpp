@@ -5,6 +5,7 @@
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/config/specs.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "coll/test_clusters.hpp"
 
 namespace megasim::destest {
 
@@ -13,21 +14,7 @@ namespace megasim::destest {
 inline JobSpec job(int tp, int pp, int vpp, std::int64_t gpus) {
   JobSpec j;
   j.name = "des-test";
-  ClusterSpec& c = j.cluster;
-  c.name = "test-dgx-a100";
-  c.gpu.name = "a100-sxm4-80gb";
-  c.gpu.nvlink_bandwidth_Bps = 300e9;
-  c.gpu.architecture_sm = 80;
-  c.num_gpus = gpus;
-  c.gpus_per_node = 8;
-  c.network.topology = Topology::RailOptimizedClos;
-  c.network.nic_bandwidth_Bps = 25e9;
-  c.network.nics_per_node = 8;
-  c.network.switch_radix = 64;
-  c.network.switch_port_bandwidth_Bps = 50e9;
-  c.network.servers_per_tor = 32;
-  c.network.link_latency_s = 0.5e-6;
-  c.network.nic_latency_s = 1e-6;
+  j.cluster = testing::dgx_a100(gpus / 8);
   j.parallel.tensor_model_parallel_size = tp;
   j.parallel.pipeline_model_parallel_size = pp;
   j.parallel.virtual_pipeline_model_parallel_size = vpp;

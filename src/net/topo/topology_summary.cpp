@@ -6,19 +6,11 @@
 #include <iomanip>
 #include <limits>
 
+#include "megasim/config/specs.hpp"  // to_string(Topology)
 #include "megasim/core/units.hpp"
 
 namespace megasim {
 namespace {
-
-const char* topology_name(Topology t) {
-  switch (t) {
-    case Topology::RailOptimizedClos: return "rail-optimized-clos";
-    case Topology::FatTree: return "fat-tree";
-    case Topology::RailOnly: return "rail-only";
-  }
-  return "?";
-}
 
 double ratio(double down, double up) { return up > 0 ? down / up : 0.0; }
 
@@ -74,7 +66,7 @@ TopologySummary summarize_topology(const Fabric& fabric) {
 
 void print_topology_summary(const TopologySummary& s, std::ostream& out) {
   const FabricLayout& lay = s.layout;
-  out << "topology: " << topology_name(lay.topology) << " (" << lay.num_gpus << " GPUs, "
+  out << "topology: " << to_string(lay.topology) << " (" << lay.num_gpus << " GPUs, "
       << lay.num_nodes << " nodes x " << lay.gpus_per_node << " GPUs, " << lay.rails
       << " rails)\n";
   out << "switches: tor " << s.num_tors << ", agg " << s.num_aggs << ", spine " << s.num_spines
