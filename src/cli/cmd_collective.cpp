@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "job_arguments.hpp"
 #include "cmd_collective.hpp"
 #include "megasim/coll/sweep.hpp"
 #include "megasim/config/catalog.hpp"
@@ -73,14 +74,13 @@ void register_collective_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<CollectiveArgs>();
   auto* cmd = app.add_subcommand("collective", "nccl-tests-style table of one collective over the "
                                                "first N GPUs of a cluster");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_option("--op", args->op, "all_reduce | all_gather | reduce_scatter | all_to_all | send_recv")
       ->required();
   cmd->add_option("--gpus", args->gpus, "use the first N GPUs of the cluster")->required();
   cmd->add_option("--sizes", args->sizes, "size range A:B, doubling (default 1KiB:8GiB)");
   cmd->add_option("--algo", args->algo, "auto (NCCL's choice, default) | ring | tree | hierarchical");
   cmd->add_option("--engine", args->engine, "des (flow simulation, default) | analytic");
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
   cmd->add_option("--nccl", args->nccl, "NCCL model catalog entry (default nccl-2.21)");
   cmd->add_option("--scatter-gather", args->scatter_gather, "send_recv: split over T rails (default 1)");
   cmd->add_flag("--json", args->json, "print exactly one JSON object");

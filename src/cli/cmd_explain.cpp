@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/core/units.hpp"
@@ -87,8 +88,7 @@ void register_explain_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<ExplainArgs>();
   auto* cmd = app.add_subcommand("explain", "Show parameters, FLOPs, parallel layout, memory and "
                                             "rank placement for a job");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_option("--max-rows", args->max_rows, "placement rows to print (default 32)");
   cmd->callback([args, &ctx] {
     if (args->max_rows < 1) throw InputError("--max-rows", "must be >= 1");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/error.hpp"
@@ -45,8 +46,7 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand("plan", "Search all parallel plans (TP, PP, VPP, CP, micro-batch, recompute, "
                                          "ZeRO), rank them analytically, re-simulate the best with the event engine");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_option("--gpus", args->gpus, "cluster size to plan for (default: the config's cluster.num_gpus)");
   cmd->add_option("--top", args->top, "plans re-simulated and shown (default 10)");
   cmd->add_option("--objective", args->objective, "step_time (default) | tokens_per_gpu | mfu");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "job_arguments.hpp"
 #include "cli_context.hpp"
 #include "megasim/capreport/capacity_report.hpp"
 #include "megasim/core/error.hpp"
@@ -88,8 +89,7 @@ void register_report_command(CLI::App& app, CliContext& ctx,
   auto* cmd = app.add_subcommand(
       "report", "Capacity-planning report: MFU, step-time breakdown, memory, time to train and cost "
                 "vs GPU count, with failures (report.html, report.md, CSVs)");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_option("--gpus-range", args->gpus_range, "GPU counts to sweep, A:B (default: N/4 : 4N)");
   cmd->add_option("--tokens", args->tokens, "training tokens, e.g. 3e11 or 300B (default: "
                                             "training.train_tokens, else 300B)");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/error.hpp"
@@ -31,10 +32,8 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<SimulateArgs>();
   auto* cmd = app.add_subcommand("simulate", "Simulate one training step and report step time, "
                                              "MFU, memory and time to train");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")
-      ->required();
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_flag("--json", args->json, "print exactly one JSON object (schema_version 1)");
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
   cmd->add_option("--engine", args->engine, "des (event engine, default) | analytic");
   cmd->add_option("--trace", args->trace, "write a Chrome Trace Event timeline (des engine)");
   auto* seed = cmd->add_option("--seed", args->seed,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/error.hpp"
@@ -31,12 +32,11 @@ struct SweepArgs {
 void register_sweep_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<SweepArgs>();
   auto* cmd = app.add_subcommand("sweep", "Simulate a grid of config variations, one table row per point");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")->required();
+  add_job_arguments(cmd, args->config, args->sets, "override a config field for every point: PATH=VALUE (repeatable)");
   cmd->add_option("--vary", args->vary,
                   "PATH=V1,V2,... | PATH=A:B:xF (geometric) | PATH=A:B:+S (arithmetic); repeatable, "
                   "the grid is their cartesian product")
       ->required();
-  cmd->add_option("--set", args->sets, "override a config field for every point: PATH=VALUE (repeatable)");
   cmd->add_option("--engine", args->engine, "analytic (default) | des");
   cmd->add_option("--jobs", args->jobs, "worker threads (default: hardware concurrency)");
   cmd->add_option("--csv", args->csv, "write the table as CSV to FILE");

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/net/topology_builders.hpp"
@@ -61,13 +62,11 @@ void register_topology_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<TopologyArgs>();
   auto* cmd = app.add_subcommand(
       "topology", "Describe the cluster fabric: switches per tier, links, bisection bandwidth");
-  cmd->add_option("CONFIG", args->config, "job config (JSON file or bundled job name)")
-      ->required();
+  add_job_arguments(cmd, args->config, args->sets);
   cmd->add_flag("--json", args->json, "print exactly one JSON object");
   cmd->add_option("--dot", args->dot,
                   "write a GraphViz drawing to FILE (clusters of at most " +
                       std::to_string(kMaxDotGpus) + " GPUs)");
-  cmd->add_option("--set", args->sets, "override a config field: PATH=VALUE (repeatable)");
   cmd->callback([args, &ctx] {
     const JobSpec job = ctx.load_job(args->config, args->sets);
     // Refuse an oversized drawing before building anything or creating the file.
