@@ -115,13 +115,36 @@ class Builder {
       pass_[{s, cp.chunk, cp.micro_batch, cp.forward}] = id;
       order(s).push_back(id);
     }
+    group_passes(s);
   }
 
-  TaskIndex successor(TaskIndex t) const {
-    const auto& ord = g_.compute_order[static_cast<std::size_t>(g_.tasks[t].stage)];
-    const std::size_t pos = position_.at(t) + 1;
-    return pos < ord.size() ? ord[pos] : static_cast<TaskIndex>(-1);
+  // Megatron's program between two blocking p2p exchanges: one pass, except that the
+  // interleaved schedule's steady state runs a forward and a backward and then exchanges
+  // once (send_forward_backward_recv_forward_backward).
+  void group_passes(int s) {
+    auto& groups = groups_[s];
+    const auto& ord = order(s);
+    const bool interleaved = o_.schedule == PipelineSchedule::OneFOneB && c_.vpp > 1;
+    const std::int64_t total = c_.micro_batches * c_.vpp;
+    const std::int64_t warm = interleaved ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s) : 0;
+    // Program positions (after the data load) of the steady state's forward-backward pairs.
+    const std::size_t steady_begin = static_cast<std::size_t>(warm) + 1;
+    const std::size_t steady_end = steady_begin + 2 * static_cast<std::size_t>(total - warm);
+    for (std::size_t i = 1; i < ord.size(); ++i) {
+      const bool second_of_pair = interleaved && i > steady_begin && i < steady_end &&
+                                  (i - steady_begin) % 2 == 1;
+      if (second_of_pair) {
+        groups.back().last = ord[i];
+      } else {
+        groups.push_back({ord[i], ord[i]});
+      }
+      group_of_[ord[i]] = groups.size() - 1;
+    }
   }
+  struct PassGroup {
+    TaskIndex first;
+    TaskIndex last;
+  };
 
   // Connects producer -> consumer, through a transfer when they are on different stages.
   void link(TaskIndex producer, TaskIndex consumer) {
@@ -139,13 +162,37 @@ class Builder {
     x.chunk = g_.tasks[producer].chunk;
     x.micro_batch = g_.tasks[producer].micro_batch;
     x.bytes = c_.p2p_bytes;
-    x.deps.push_back(producer);
-    const TaskIndex xi = add(x);
-    g_.tasks[consumer].deps.push_back(xi);
-    if (!o_.pp_overlap) {
-      const TaskIndex next = successor(producer);
-      if (next != static_cast<TaskIndex>(-1)) g_.tasks[next].deps.push_back(xi);
+    if (o_.pp_overlap) {
+      x.deps.push_back(producer);
+      const TaskIndex xi = add(x);
+      g_.tasks[consumer].deps.push_back(xi);
+      return;
     }
+    if (o_.schedule == PipelineSchedule::GPipe) {
+      // Not a Megatron schedule: with v > 1 a rendezvous exchange would deadlock (stage p-1's
+      // chunk-0 sends wait for stage 0 to finish all its chunk-0 forwards), so only the
+      // sender's next pass waits for its send.
+      x.deps.push_back(producer);
+      const TaskIndex xi = add(x);
+      g_.tasks[consumer].deps.push_back(xi);
+      const auto& ord = g_.compute_order[static_cast<std::size_t>(from)];
+      const std::size_t next = position_.at(producer) + 1;
+      if (next < ord.size()) g_.tasks[ord[next]].deps.push_back(xi);
+      return;
+    }
+    // Blocking exchange: the send is posted after the producer's group, the matching receive
+    // after the group before the consumer's; the wire moves once both are posted, and both
+    // sides' next groups wait for the whole exchange.
+    const auto& send_groups = groups_.at(from);
+    const auto& recv_groups = groups_.at(to);
+    const std::size_t gp = group_of_.at(producer);
+    const std::size_t gc = group_of_.at(consumer);
+    x.deps.push_back(send_groups[gp].last);
+    x.deps.push_back(gc > 0 ? recv_groups[gc - 1].last : g_.compute_order[static_cast<std::size_t>(to)].front());
+    const TaskIndex xi = add(x);
+    g_.tasks[recv_groups[gc].first].deps.push_back(xi);
+    if (recv_groups[gc].first != consumer) g_.tasks[consumer].deps.push_back(xi);
+    if (gp + 1 < send_groups.size()) g_.tasks[send_groups[gp + 1].first].deps.push_back(xi);
   }
 
   void wire_pipeline(int s) {
@@ -270,6 +317,8 @@ class Builder {
   StepGraph g_;
   std::map<std::tuple<int, int, std::int64_t, bool>, TaskIndex> pass_;
   std::map<TaskIndex, std::size_t> position_;
+  std::map<int, std::vector<PassGroup>> groups_;   // [stage] blocking-exchange groups
+  std::map<TaskIndex, std::size_t> group_of_;      // pass -> its group on its stage
   std::vector<TaskIndex> grads_ready_;
   std::vector<std::vector<std::tuple<double, std::uint64_t, TaskIndex>>> dp_keys_;
   std::uint64_t seq_ = 0;

@@ -1,5 +1,7 @@
 #include "megasim/workload/task_graph.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace megasim {
@@ -78,6 +80,107 @@ TEST(TaskGraph, BlockingSendAddsSenderDependency) {
   for (const auto& t : blocking.tasks) deps_b += t.deps.size();
   for (const auto& t : async.tasks) deps_a += t.deps.size();
   EXPECT_GT(deps_b, deps_a);
+}
+
+TaskIndex find_pass(const StepGraph& g, int stage, TaskKind kind, int chunk, std::int64_t mb) {
+  for (TaskIndex t = 0; t < g.tasks.size(); ++t) {
+    const StepTask& k = g.tasks[t];
+    if (k.stage == stage && k.kind == kind && k.chunk == chunk && k.micro_batch == mb) return t;
+  }
+  ADD_FAILURE() << "no such task";
+  return 0;
+}
+
+bool depends_on(const StepGraph& g, TaskIndex t, TaskIndex d) {
+  const auto& deps = g.tasks[t].deps;
+  return std::find(deps.begin(), deps.end(), d) != deps.end();
+}
+
+// p = 2, v = 1, m = 2 (1F1B). Stage 0 runs F0 | F1 | B0 | B1, stage 1 runs F0 | B0 | F1 | B1.
+// Stage 0's send of F1's output moves only once stage 1 has finished B0 (the group before
+// its F1, where Megatron posts that receive), and stage 0's B0 waits for the send.
+TEST(TaskGraph, BlockingExchangeWaitsForTheReceiverToPost) {
+  WorkloadOptions o;
+  o.pp_overlap = false;
+  const StepGraph g = build_step_graph(costs(2, 1, 2, 1), o);
+  const TaskIndex x = find_pass(g, 0, TaskKind::PpTransfer, 0, 1);
+  EXPECT_EQ(g.tasks[x].peer_stage, 1);
+  EXPECT_TRUE(depends_on(g, x, find_pass(g, 0, TaskKind::Forward, 0, 1)));
+  EXPECT_TRUE(depends_on(g, x, find_pass(g, 1, TaskKind::Backward, 0, 0)));
+  EXPECT_TRUE(depends_on(g, find_pass(g, 0, TaskKind::Backward, 0, 0), x));
+  EXPECT_TRUE(depends_on(g, find_pass(g, 1, TaskKind::Forward, 0, 1), x));
+
+  o.pp_overlap = true;
+  const StepGraph a = build_step_graph(costs(2, 1, 2, 1), o);
+  const TaskIndex y = find_pass(a, 0, TaskKind::PpTransfer, 0, 1);
+  EXPECT_EQ(a.tasks[y].deps.size(), 1U);
+  EXPECT_FALSE(depends_on(a, find_pass(a, 0, TaskKind::Backward, 0, 0), y));
+}
+
+// Interleaved steady state: a forward and the backward after it share one exchange, so the
+// forward already waits for the gradient its partner backward consumes.
+TEST(TaskGraph, InterleavedSteadyPairSharesOneExchange) {
+  WorkloadOptions o;
+  o.pp_overlap = false;
+  const StepGraph g = build_step_graph(costs(2, 2, 4, 1), o);
+  int pairs = 0;
+  for (const auto& ord : g.compute_order) {
+    for (std::size_t i = 1; i < ord.size(); ++i) {
+      const StepTask& f = g.tasks[ord[i - 1]];
+      const StepTask& b = g.tasks[ord[i]];
+      if (f.kind != TaskKind::Forward || b.kind != TaskKind::Backward) continue;
+      ++pairs;
+      for (TaskIndex d : b.deps) {
+        if (g.tasks[d].kind == TaskKind::PpTransfer) {
+          EXPECT_TRUE(depends_on(g, ord[i - 1], d)) << g.describe(ord[i]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs, 0);
+}
+
+// The executor runs a task once its deps and its stream predecessor are done, so a step can
+// finish only if that combined graph has no cycle (Kahn's algorithm).
+bool runs_to_completion(const StepGraph& g) {
+  const std::size_t n = g.tasks.size();
+  std::vector<std::vector<TaskIndex>> out(n);
+  std::vector<std::size_t> indeg(n, 0);
+  for (TaskIndex t = 0; t < n; ++t)
+    for (TaskIndex d : g.tasks[t].deps) { out[d].push_back(t); ++indeg[t]; }
+  for (const auto* orders : {&g.compute_order, &g.dp_order})
+    for (const auto& ord : *orders)
+      for (std::size_t i = 1; i < ord.size(); ++i) { out[ord[i - 1]].push_back(ord[i]); ++indeg[ord[i]]; }
+  std::vector<TaskIndex> ready;
+  for (TaskIndex t = 0; t < n; ++t) if (indeg[t] == 0) ready.push_back(t);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const TaskIndex t = ready.back();
+    ready.pop_back();
+    ++done;
+    for (TaskIndex u : out[t]) if (--indeg[u] == 0) ready.push_back(u);
+  }
+  return done == n;
+}
+
+// Every schedule shape, blocking or not, including Megatron's all-warm-up case m == p.
+TEST(TaskGraph, EveryScheduleShapeIsDeadlockFree) {
+  for (const bool overlap : {false, true}) {
+    for (const int p : {2, 3, 4, 8}) {
+      for (const int v : {1, 2, 3}) {
+        for (const std::int64_t m : {std::int64_t{1}, std::int64_t{p}, std::int64_t{2 * p}, std::int64_t{3 * p}}) {
+          if (v > 1 && m % p != 0) continue;
+          for (const auto sched : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe}) {
+            WorkloadOptions o;
+            o.pp_overlap = overlap;
+            o.schedule = sched;
+            const StepGraph g = build_step_graph(costs(p, v, m, 2), o);
+            EXPECT_TRUE(runs_to_completion(g)) << "p " << p << " v " << v << " m " << m << " overlap " << overlap;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

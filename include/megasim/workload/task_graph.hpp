@@ -13,13 +13,15 @@
 // its dependencies are met (an async isend/irecv pair on the PP communicator).
 //
 // Pipeline communication, following Megatron-LM's p2p_communication.py:
-//  * pp_overlap = false: Megatron's batched, blocking send+recv: the compute stream waits for
-//    the whole batch, so a stage's next pass waits both for its own send to finish and (as
-//    always) for the receive its consumer needs. Modelled as: the transfer starts when its
-//    producer finishes, and the sender's next compute pass depends on it. (Waiting for the
-//    receiver to post its receive is not modelled: the posting order of Megatron's
-//    interleaved steady state, which batches four ops after an F/B pair, makes a per-pass
-//    rule deadlock-prone, and the wire time the sender waits for is the dominant cost.)
+//  * pp_overlap = false: Megatron's batched, blocking send+recv (batch_isend_irecv, then wait).
+//    A stage's program is a sequence of groups separated by one exchange each: a single pass,
+//    except in the interleaved 1F1B steady state, where a forward and a backward run and then
+//    one exchange sends both outputs and receives both next inputs. A transfer moves once its
+//    sender has finished the producing group and its receiver has finished the group before
+//    the consuming one (NCCL p2p needs both sides posted); both stages' next groups wait for
+//    every transfer of their exchange, so a stage is held up by the slower of its neighbours
+//    (MegaScale §3.2: "can be blocked by the slower one"). GPipe (not a Megatron schedule)
+//    only makes the sender's next pass wait for its send.
 //  * pp_overlap = true (MegaScale §3.2): sends and receives are decoupled and asynchronous;
 //    a transfer starts when its producer finishes and blocks nothing but its consumer.
 //
