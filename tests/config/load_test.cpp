@@ -27,7 +27,8 @@ TEST(Load, MegaScale175bOn12288) {
   EXPECT_EQ(job.model.num_attention_heads, 128);
   EXPECT_EQ(job.model.head_dim, 96);
   EXPECT_EQ(job.model.vocab_size, 64000);
-  EXPECT_EQ(job.cluster.name, "megascale-a100-clos");
+  EXPECT_EQ(job.cluster.name, "megascale-a800-clos");
+  EXPECT_EQ(job.cluster.gpu.name, "a800-sxm4-80gb");
   EXPECT_EQ(job.cluster.num_gpus, 12288);
   EXPECT_DOUBLE_EQ(job.cluster.network.nic_bandwidth_Bps, 25e9);
   EXPECT_EQ(job.parallel.data_parallel_size, 192);
