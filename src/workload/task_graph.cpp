@@ -118,6 +118,11 @@ class Builder {
     group_passes(s);
   }
 
+  struct PassGroup {
+    TaskIndex first;
+    TaskIndex last;
+  };
+
   // Megatron's program between two blocking p2p exchanges: one pass, except that the
   // interleaved schedule's steady state runs a forward and a backward and then exchanges
   // once (send_forward_backward_recv_forward_backward).
@@ -141,11 +146,6 @@ class Builder {
       group_of_[ord[i]] = groups.size() - 1;
     }
   }
-  struct PassGroup {
-    TaskIndex first;
-    TaskIndex last;
-  };
-
   // Connects producer -> consumer, through a transfer when they are on different stages.
   void link(TaskIndex producer, TaskIndex consumer) {
     const int from = g_.tasks[producer].stage;
@@ -163,8 +163,9 @@ class Builder {
     x.micro_batch = g_.tasks[producer].micro_batch;
     x.bytes = c_.p2p_bytes;
     if (o_.pp_overlap) {
+      // Asynchronous: the transfer blocks nothing but its consumer.
       x.deps.push_back(producer);
-      const TaskIndex xi = add(x);
+      const TaskIndex xi = add(x);  // may reallocate tasks: index after it
       g_.tasks[consumer].deps.push_back(xi);
       return;
     }
@@ -175,20 +176,20 @@ class Builder {
       x.deps.push_back(producer);
       const TaskIndex xi = add(x);
       g_.tasks[consumer].deps.push_back(xi);
-      const auto& ord = g_.compute_order[static_cast<std::size_t>(from)];
+      const auto& ord = order(from);
       const std::size_t next = position_.at(producer) + 1;
       if (next < ord.size()) g_.tasks[ord[next]].deps.push_back(xi);
       return;
     }
     // Blocking exchange: the send is posted after the producer's group, the matching receive
-    // after the group before the consumer's; the wire moves once both are posted, and both
-    // sides' next groups wait for the whole exchange.
+    // after the group before the consumer's (the data load for the first group); the wire
+    // moves once both are posted, and both sides' next groups wait for the whole exchange.
     const auto& send_groups = groups_.at(from);
     const auto& recv_groups = groups_.at(to);
     const std::size_t gp = group_of_.at(producer);
     const std::size_t gc = group_of_.at(consumer);
     x.deps.push_back(send_groups[gp].last);
-    x.deps.push_back(gc > 0 ? recv_groups[gc - 1].last : g_.compute_order[static_cast<std::size_t>(to)].front());
+    x.deps.push_back(gc > 0 ? recv_groups[gc - 1].last : order(to).front());
     const TaskIndex xi = add(x);
     g_.tasks[recv_groups[gc].first].deps.push_back(xi);
     if (recv_groups[gc].first != consumer) g_.tasks[consumer].deps.push_back(xi);
