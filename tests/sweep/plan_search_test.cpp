@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "megasim/core/error.hpp"
+#include "megasim/exec/simulate.hpp"
 #include "megasim/sweep/plan_search.hpp"
+#include "megasim/sweep/plan_space.hpp"
 #include "sweep/sweep_test_util.hpp"
 
 namespace megasim {
@@ -107,6 +109,33 @@ TEST(PlanSearch, DesRerankOnATinyCluster) {
     EXPECT_GT(p.analytic_step_time_s, 0.0);
   }
   EXPECT_LE(r.ranked[0].step_time_s, r.ranked[1].step_time_s);
+}
+
+// ZeRO-1 and ZeRO-2 plans have the same step graph; the re-rank simulates such twins once.
+// Each twin's step time must equal its own event-engine run.
+TEST(PlanSearch, DesRerankSharesTimingBetweenZeroOneAndTwoTwins) {
+  const auto cat = testing::test_catalog();
+  const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
+  PlanSearchOptions o = analytic_options(8);
+  o.space.micro_batch_sizes = {1};
+  o.space.max_context_parallel = 1;
+  o.rerank_engine = EngineKind::Des;
+  const PlanSearchResult r = search_plans(base, cat, o);
+  int twins = 0;
+  for (const auto& a : r.ranked) {
+    if (a.plan.zero_stage != 2) continue;
+    PlanCandidate z1 = a.plan;
+    z1.zero_stage = 1;
+    for (const auto& b : r.ranked) {
+      if (b.key != plan_key(z1)) continue;
+      ++twins;
+      EXPECT_DOUBLE_EQ(a.step_time_s, b.step_time_s);
+      SimulateOptions so;
+      so.engine = EngineKind::Des;
+      EXPECT_DOUBLE_EQ(simulate_step(apply_plan(base, a.plan), cat, so).step_time_s, a.step_time_s);
+    }
+  }
+  EXPECT_GT(twins, 0);
 }
 
 TEST(PlanSearch, ObjectiveAndDominantCost) {
