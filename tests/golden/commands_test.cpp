@@ -93,6 +93,22 @@ TEST(Cli, ValidateCommInitJson) {
   EXPECT_TRUE(j["summary"]["comm_init"]["pass"].get<bool>());
 }
 
+// A published run outside MegaScale (Korthikanti et al. 2022): the same catalogs transfer to
+// NVIDIA's DGX A100 SuperPOD within the 530B suite's 3-point bar, and the selective vs full
+// recomputation ratio follows the paper's "29% faster".
+TEST(Cli, ValidateKorthikantiTransferSuite) {
+  const auto r = run({"validate", "--suite", "korthikanti2022", "--engine", "analytic", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  for (const auto& c : j["cases"]) {
+    EXPECT_NEAR(c["predicted"].get<double>(), c["published"].get<double>(), 0.03) << c["name"];
+  }
+  const double ratio = j["cases"][0]["predicted"].get<double>() / j["cases"][1]["predicted"].get<double>();
+  EXPECT_NEAR(ratio, 0.542 / 0.421, 0.05);
+  EXPECT_TRUE(j["summary"]["korthikanti2022_mfu"]["pass"].get<bool>());
+}
+
 TEST(Cli, TraceIsWrittenAsTraceEventJson) {
   const auto file = std::filesystem::temp_directory_path() / "megasim-trace.json";
   const auto r = run({"simulate", "megascale-175b-12288", "--set", "cluster.num_gpus=256",
