@@ -82,7 +82,6 @@ class MaxMinSolver {
   struct LinkState {
     double remaining_Bps = 0.0;
     double weight = 0.0;  // sum of multiplicities of unfrozen flows
-    std::uint32_t version = 0;
     std::uint32_t stamp = 0;
   };
 
@@ -111,9 +110,8 @@ class MaxMinSolver {
   std::vector<LinkId> bfs_;
   std::vector<std::uint32_t> capped_;
   struct HeapItem {
-    double share_Bps;
+    double share_Bps;  // the link's fair share when keyed; it only grows while filling
     LinkId link;
-    std::uint32_t version;
   };
   std::vector<HeapItem> heap_;
 

@@ -191,15 +191,13 @@ void MaxMinSolver::solve() {
 void MaxMinSolver::freeze(std::uint32_t slot, double rate_Bps) {
   Flow& f = flows_[slot];
   f.frozen = true;
+  // The links' heap keys are not touched: freezing a flow at the current minimum share (or
+  // below it, at its cap) never lowers another link's share, so fill_component re-keys a
+  // link lazily when it reaches the top with a key that has grown stale.
   for (LinkId link : f.path) {
     LinkState& s = link_state_[link];
     s.remaining_Bps -= rate_Bps * f.weight;
     s.weight -= f.weight;
-    if (s.weight > kZeroWeight) {
-      ++s.version;
-      heap_.push_back(HeapItem{std::max(0.0, s.remaining_Bps) / s.weight, link, s.version});
-      std::push_heap(heap_.begin(), heap_.end(), HeapLater{});
-    }
   }
   if (f.fresh || !nearly_equal(f.rate_Bps, rate_Bps)) {
     f.fresh = false;
@@ -228,18 +226,30 @@ void MaxMinSolver::fill_component() {
   });
   heap_.clear();
   for (LinkId link : comp_links_) {
-    LinkState& s = link_state_[link];
-    ++s.version;
-    if (s.weight > kZeroWeight) heap_.push_back(HeapItem{s.remaining_Bps / s.weight, link, s.version});
+    const LinkState& s = link_state_[link];
+    if (s.weight > kZeroWeight) heap_.push_back(HeapItem{s.remaining_Bps / s.weight, link});
   }
   std::make_heap(heap_.begin(), heap_.end(), HeapLater{});
 
   std::size_t next_cap = 0;
   while (true) {
+    // Settle the top: drop links left without unfrozen flows and re-key links whose share
+    // grew since they were keyed; each link is in the heap at most once.
     while (!heap_.empty()) {
-      const HeapItem& top = heap_.front();
+      HeapItem& top = heap_.front();
       const LinkState& s = link_state_[top.link];
-      if (top.version == s.version && s.weight > kZeroWeight) break;
+      if (s.weight > kZeroWeight) {
+        const double share_Bps = std::max(0.0, s.remaining_Bps) / s.weight;
+        if (share_Bps <= top.share_Bps) {  // current, up to rounding: a smaller root key
+          top.share_Bps = share_Bps;       // keeps the heap valid
+          break;
+        }
+        const LinkId link = top.link;
+        std::pop_heap(heap_.begin(), heap_.end(), HeapLater{});
+        heap_.back() = HeapItem{share_Bps, link};
+        std::push_heap(heap_.begin(), heap_.end(), HeapLater{});
+        continue;
+      }
       std::pop_heap(heap_.begin(), heap_.end(), HeapLater{});
       heap_.pop_back();
     }
