@@ -2,20 +2,15 @@
 
 #include <algorithm>
 
-#include "megasim/net/ecmp_stats.hpp"
-
 namespace megasim {
 
 // The time of a bandwidth-bound collective scales with its most loaded link, so the ratio of
 // the busiest uplink's flow count under ECMP to the same under ideal spray is the static
 // estimate of how much longer hashing makes the DP collectives.
-DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowKey>& flows) {
+DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<FlowKey>& flows) {
   DesEcmpSummary out;
   if (flows.empty()) return out;
-  std::vector<FlowKey> keys;
-  keys.reserve(flows.size());
-  for (const auto& f : flows) keys.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
-  const EcmpStats st = ecmp_collision_stats(router, keys);
+  const EcmpStats st = ecmp_collision_stats(router, flows);
   for (const auto& tier : st.tiers) {
     if (tier.total_load <= 0) continue;
     if (!out.valid || tier.max_load > out.max_flows_per_uplink) {

@@ -1,18 +1,12 @@
 #pragma once
-// Private: ECMP collision summary of the DP collectives' flows. Kept in its own translation
-// unit so the per-tier statistics types of net/ecmp_stats.hpp stay out of the executor.
-#include <cstdint>
+// Private: ECMP collision summary of the DP collectives' flows (net/ecmp_stats.hpp reduced
+// to the busiest switch tier, for the step report).
 #include <vector>
 
+#include "megasim/net/ecmp_stats.hpp"
 #include "megasim/net/router.hpp"
 
 namespace megasim {
-
-struct DesFlowKey {
-  int src_gpu = 0;
-  int dst_gpu = 0;
-  std::uint64_t queue_pair = 0;
-};
 
 struct DesEcmpSummary {
   bool valid = false;                 // false when no flow crosses a switch-to-switch link
@@ -21,6 +15,6 @@ struct DesEcmpSummary {
   double max_uplink_load_vs_ideal = 1; // max load under the policy / max load with ideal spray
 };
 
-DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<DesFlowKey>& flows);
+DesEcmpSummary des_ecmp_summary(const Router& router, const std::vector<FlowKey>& flows);
 
 }  // namespace megasim

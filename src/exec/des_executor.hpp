@@ -55,7 +55,7 @@ class DesExecutor {
   const Placement& placement() const { return placement_; }
   const std::vector<LinkSample>& link_samples() const { return samples_; }
   // Flow keys of every stage-0 DP collective (for the ECMP statistics).
-  const std::vector<DesFlowKey>& dp_flow_keys() const { return dp_keys_; }
+  const std::vector<FlowKey>& dp_flow_keys() const { return dp_keys_; }
 
  private:
   struct FlowTemplate {
@@ -104,7 +104,7 @@ class DesExecutor {
   std::vector<int> dp_active_;                        // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
   std::map<std::tuple<int, int, double>, std::vector<CollectivePlan>> plan_cache_;
-  std::vector<DesFlowKey> dp_keys_;
+  std::vector<FlowKey> dp_keys_;
   std::vector<LinkSample> samples_;
   double sample_period_s_ = 0;
   std::size_t finished_ = 0;
