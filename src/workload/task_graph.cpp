@@ -162,23 +162,19 @@ class Builder {
     x.chunk = g_.tasks[producer].chunk;
     x.micro_batch = g_.tasks[producer].micro_batch;
     x.bytes = c_.p2p_bytes;
-    if (o_.pp_overlap) {
+    if (o_.pp_overlap || o_.schedule == PipelineSchedule::GPipe) {
       // Asynchronous: the transfer blocks nothing but its consumer.
       x.deps.push_back(producer);
       const TaskIndex xi = add(x);  // may reallocate tasks: index after it
       g_.tasks[consumer].deps.push_back(xi);
-      return;
-    }
-    if (o_.schedule == PipelineSchedule::GPipe) {
-      // Not a Megatron schedule: with v > 1 a rendezvous exchange would deadlock (stage p-1's
-      // chunk-0 sends wait for stage 0 to finish all its chunk-0 forwards), so only the
-      // sender's next pass waits for its send.
-      x.deps.push_back(producer);
-      const TaskIndex xi = add(x);
-      g_.tasks[consumer].deps.push_back(xi);
-      const auto& ord = order(from);
-      const std::size_t next = position_.at(producer) + 1;
-      if (next < ord.size()) g_.tasks[ord[next]].deps.push_back(xi);
+      if (!o_.pp_overlap) {
+        // Blocking GPipe (not a Megatron schedule): with v > 1 a rendezvous exchange would
+        // deadlock (stage p-1's chunk-0 sends wait for stage 0 to finish all its chunk-0
+        // forwards), so only the sender's next pass waits for its send.
+        const auto& ord = order(from);
+        const std::size_t next = position_.at(producer) + 1;
+        if (next < ord.size()) g_.tasks[ord[next]].deps.push_back(xi);
+      }
       return;
     }
     // Blocking exchange: the send is posted after the producer's group, the matching receive
