@@ -9,25 +9,14 @@
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/exec/des_step.hpp"
 #include "megasim/net/topology_builders.hpp"
+#include "coll/test_clusters.hpp"
 
 namespace {
 
 megasim::JobSpec job175b(std::int64_t gpus) {
   megasim::JobSpec j;
-  auto& c = j.cluster;
-  c.gpu.name = "a100-sxm4-80gb";
-  c.gpu.nvlink_bandwidth_Bps = 300e9;
-  c.gpu.architecture_sm = 80;
-  c.num_gpus = gpus;
-  c.gpus_per_node = 8;
-  c.network.topology = megasim::Topology::RailOptimizedClos;
-  c.network.nic_bandwidth_Bps = 25e9;
-  c.network.nics_per_node = 8;
-  c.network.switch_radix = 64;
-  c.network.switch_port_bandwidth_Bps = 50e9;
-  c.network.servers_per_tor = 64;
-  c.network.link_latency_s = 0.5e-6;
-  c.network.nic_latency_s = 1e-6;
+  j.cluster = megasim::testing::dgx_a100(gpus / 8);
+  j.cluster.network.servers_per_tor = 64;  // MegaScale's ToR sets
   auto& p = j.parallel;
   p.tensor_model_parallel_size = 8;
   p.pipeline_model_parallel_size = 8;
