@@ -27,6 +27,7 @@ nlohmann::json read_suite(const std::filesystem::path& file) {
 double metric_of(const StepReport& r, const std::string& metric) {
   if (metric == "step_time_s") return r.step_time_s;
   if (metric == "mfu") return r.mfu;
+  if (metric == "hfu") return r.hfu;
   if (metric == "tokens_per_s") return r.tokens_per_s;
   throw InputError("published." + metric, "unknown metric in validation suite");
 }
@@ -51,7 +52,7 @@ void check(ValidationSummary& s, const std::string& key, bool pass, const std::s
   s.all_pass = s.all_pass && pass;
 }
 
-// Largest |predicted - published| of a suite's cases in MFU points; -1 when it has none.
+// Largest |predicted - published| of a suite's cases in points of its metric (MFU or HFU); -1 when it has none.
 double worst_mfu_points(const ValidationResult& r, const std::string& suite) {
   double worst = -1;
   for (const auto& c : r.cases)
@@ -121,6 +122,12 @@ void summarise(ValidationResult& r) {
           fmt("Transfer, Megatron-LM 530B on 2,240 A100s (Korthikanti 2022): worst MFU error %.2f points (bar: 3)",
               worst_transfer));
   }
+  const double worst_narayanan = worst_mfu_points(r, "narayanan2021");
+  if (worst_narayanan >= 0) {
+    check(s, "narayanan2021_hfu", worst_narayanan <= 3.0,
+          fmt("Transfer, Megatron-LM 1.7B-1T on 32-3,072 A100s (Narayanan 2021): worst HFU error %.2f points (bar: 3)",
+              worst_narayanan));
+  }
   bool init_ok = true, any_init = false;
   for (const auto& c : r.cases) {
     if (c.suite != "comm_init") continue;
@@ -142,12 +149,13 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"table3", "megascale-table3.json"},
                                           {"weak530b", "megascale-530b-weak.json"},
                                           {"comm_init", "megascale-comm-init.json"},
-                                          {"korthikanti2022", "korthikanti-2022-530b.json"}};
+                                          {"korthikanti2022", "korthikanti-2022-530b.json"},
+                                          {"narayanan2021", "narayanan-2021-table1.json"}};
   bool known = suite.empty();
   for (const auto& f : kFiles) known = known || suite == f[0];
   if (!known) {
     throw InputError("--suite", "unknown suite \"" + suite +
-                                    "\"; valid: table2, table3, weak530b, comm_init, korthikanti2022");
+                                    "\"; valid: table2, table3, weak530b, comm_init, korthikanti2022, narayanan2021");
   }
   ValidationResult result;
   for (const auto& f : kFiles) {

@@ -109,6 +109,21 @@ TEST(Cli, ValidateKorthikantiTransferSuite) {
   EXPECT_TRUE(j["summary"]["korthikanti2022_mfu"]["pass"].get<bool>());
 }
 
+// Narayanan et al. 2021, Table 1: ten Megatron-LM runs from 1.7B on 32 A100s to 1T on 3,072,
+// published as teraFLOP/s per GPU with recomputation counted, i.e. HFU x 312 TF.
+TEST(Cli, ValidateNarayananTransferSuite) {
+  const auto r = run({"validate", "--suite", "narayanan2021", "--engine", "analytic", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 10u);
+  for (const auto& c : j["cases"]) {
+    EXPECT_EQ(c["metric"], "hfu");
+    // A loose bound that still catches a broken model: every row within 25% of published.
+    EXPECT_NEAR(c["predicted"].get<double>() / c["published"].get<double>(), 1.0, 0.25) << c["name"];
+  }
+  ASSERT_TRUE(j["summary"].contains("narayanan2021_hfu"));
+}
+
 TEST(Cli, TraceIsWrittenAsTraceEventJson) {
   const auto file = std::filesystem::temp_directory_path() / "megasim-trace.json";
   const auto r = run({"simulate", "megascale-175b-12288", "--set", "cluster.num_gpus=256",

@@ -20,7 +20,7 @@ namespace megasim {
 struct ValidationCase {
   std::string suite;
   std::string name;
-  std::string metric;        // "step_time_s", "mfu", "tokens_per_s", "startup_s", ...
+  std::string metric;        // "step_time_s", "mfu", "hfu", "tokens_per_s", "startup_s", ...
   double published = 0;
   double predicted = 0;
   double error_pct = 0;      // 100 * (predicted - published) / published
@@ -43,7 +43,7 @@ using JobRunner = std::function<StepReport(const std::string& base, const std::v
 // Communicator start-up seconds for (gpus, store, ordered); see goodput/comm_init.hpp.
 using StartupModel = std::function<double(std::int64_t gpus, const std::string& store, bool ordered)>;
 
-// Suites: "table2", "table3", "weak530b", "comm_init"; empty = all.
+// Suites: "table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021"; empty = all.
 ValidationResult run_validation(const std::string& validation_dir, const std::string& suite,
                                 const JobRunner& run, const StartupModel& startup,
                                 const std::function<void(const std::string&)>& progress);
