@@ -65,14 +65,18 @@ double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision
   const double flops = backward ? 2.5 * fwd_flops : fwd_flops;
   const double peak = peak_flops(gpu, p == Precision::Fp8 ? Precision::Bf16 : p);
   if (kind == AttentionKernel::Unfused) {
-    // Batched GEMMs over the full (masked) s x span score matrix plus softmax/mask/dropout passes.
+    // Megatron's core attention as separate kernels over the full (masked, not skipped)
+    // s x span score matrix. Each kernel is bound by its passes over that matrix: the score
+    // GEMMs write or read it once (their intensity, head_dim FLOPs per byte, is below the ridge
+    // point for head_dim <= 128), softmax and dropout read and write it. The GEMM FLOPs bound
+    // the time from below for large head_dim. Checked against bench/data/h200-unfused-attention.json.
     const double full = 4.0 * dd(batch) * dd(heads) * dd(head_dim) * s * dd(seq_kv_span);
     const double gemm_flops = backward ? 2.0 * full : full;
     const double eff = gemm_efficiency(hw, seq_q, seq_kv_span, head_dim);
     const double score_bytes = 2.0 * dd(batch) * dd(heads) * s * dd(seq_kv_span);
-    const int passes = backward ? hw.unfused_memory_passes_bwd : hw.unfused_memory_passes_fwd;
-    return 2.0 * hw.gemm.latency_s + gemm_flops / (peak * eff) +
-           memory_bound_time_s(hw, gpu, passes * score_bytes);
+    const double passes = backward ? hw.unfused_memory_passes_bwd : hw.unfused_memory_passes_fwd;
+    const double pass_s = passes * score_bytes / (gpu.memory_bandwidth_Bps * hw.unfused_pass_bw_fraction);
+    return hw.memory_latency_s + std::max(gemm_flops / (peak * eff), pass_s);
   }
   const AttentionParams& a = kind == AttentionKernel::FlashV2
                                  ? (backward ? hw.flash_v2_bwd : hw.flash_v2_fwd)

@@ -84,6 +84,22 @@ TEST(Attention, KernelsOrdered) {
   EXPECT_NEAR(t(AttentionKernel::FlashV2) / (4.0 * 8 * 16 * 128 * 2048.0 * 2049 / 2 / 285e12), 1.0, 0.1);
 }
 
+TEST(Attention, UnfusedMatchesH200Measurement) {
+  // bench/data/h200-unfused-attention.json, 16 heads x 2048 tokens, head_dim 96, dropout 0.1:
+  // forward 361 us, backward 449 us (baddbmm, softmax, dropout, bmm and their backward).
+  const HardwareProfile hw = load("hopper");
+  auto t = [&](bool bwd) {
+    return attention_time_s(hw, kH200, Precision::Bf16, AttentionKernel::Unfused, bwd, 1, 16, 2048,
+                            2048, 96, true);
+  };
+  EXPECT_NEAR(t(false) / 361e-6, 1.0, 0.15);
+  EXPECT_NEAR(t(true) / 449e-6, 1.0, 0.15);
+  // The score matrix, not the sliding window's causal pair count, sets the unfused cost: a
+  // 1024-token window halves it.
+  EXPECT_NEAR(attention_time_s(hw, kH200, Precision::Bf16, AttentionKernel::Unfused, false, 1, 16,
+                               2048, 1024, 96, true) / t(false), 0.5, 0.02);
+}
+
 TEST(Memory, BandwidthBound) {
   const HardwareProfile hw = load("hopper");
   // 400 MB at 0.81 * 4.8 TB/s = 102.9 us + 3.5 us latency.

@@ -28,8 +28,10 @@ struct HardwareProfile {
   std::string name;
   GemmParams gemm;
   AttentionParams flash_v2_fwd, flash_v2_bwd, flash_v1_fwd, flash_v1_bwd;
-  int unfused_memory_passes_fwd = 0;  // passes over the b·a·s·s score matrix (unfused)
-  int unfused_memory_passes_bwd = 0;
+  // Unfused attention: passes over the b·a·s·span score matrix, at this fraction of HBM bandwidth.
+  double unfused_memory_passes_fwd = 0;
+  double unfused_memory_passes_bwd = 0;
+  double unfused_pass_bw_fraction = 0;
   // Memory-bound kernels: t = latency + bytes / (bw * fraction).
   double memory_latency_s = 0;
   double elementwise_bw_fraction = 0;

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Measure Megatron-style unfused ("core") attention and its batched GEMMs on one GPU.
+
+Grounds the `unfused` attention model in src/hw/kernel_model.cpp: the score GEMMs (QK^T and
+probabilities x V, and their four backward GEMMs) run as batched GEMMs over the full s x s
+score matrix; softmax and dropout run as separate memory-bound kernels between them. Megatron
+fuses scale, causal mask and softmax into one kernel (one read, one write of the scores);
+torch.softmax over the scores moves the same bytes and stands in for it here.
+
+Timing: tools/measure/gemm_attention_h200.py's timed() (median of 12 samples, back-to-back
+launches, 512 MiB L2 flush before each call with its own time subtracted).
+
+  python3 tools/measure/unfused_attention_h200.py --out bench/data/h200-unfused-attention.json
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemm_attention_h200 import DT, make_flush, timed  # noqa: E402
+
+# (batch x heads on one TP rank, sequence, head_dim): 175B / 530B at TP 8 (16 heads of 96 / 128),
+# GPT 1.7B at TP 1 (24 heads of 96), GPT 18B at TP 8 (6 heads of 128), Llama-8B-like (32 of 128).
+SHAPES = [(16, 2048, 96), (16, 2048, 128), (16, 1024, 96), (16, 4096, 96), (24, 2048, 96),
+          (6, 2048, 128), (32, 2048, 128), (16, 2048, 64), (8, 4096, 128)]
+DROPOUT = 0.1  # Megatron's default attention dropout
+
+
+def batched_gemm_rows(flush):
+    """The six batched GEMMs of unfused attention, each timed alone (inputs from HBM)."""
+    rows = []
+    for (bh, s, d) in SHAPES:
+        q = torch.randn(bh, s, d, dtype=DT, device="cuda")
+        k_t = torch.randn(bh, d, s, dtype=DT, device="cuda")
+        p = torch.randn(bh, s, s, dtype=DT, device="cuda")
+        v = torch.randn(bh, s, d, dtype=DT, device="cuda")
+        # name, (m, n, k) per batch element, callable
+        cases = (
+            ("qk", (s, s, d), lambda: torch.bmm(q, k_t)),                   # writes scores
+            ("pv", (s, d, s), lambda: torch.bmm(p, v)),                     # reads probs
+            ("pt_dout", (s, d, s), lambda: torch.bmm(p.transpose(1, 2), v)),  # dV = P^T dO
+        )
+        for name, (m, n, kk), fn in cases:
+            t = timed(fn, flush=flush)
+            rows.append({"gemm": name, "batch": bh, "m": m, "n": n, "k": kk, "time_s": t,
+                         "tflops": 2.0 * bh * m * n * kk / t / 1e12})
+        del q, k_t, p, v
+    return rows
+
+
+def core_attention_rows(flush):
+    rows = []
+    for (bh, s, d) in SHAPES:
+        for dropout in (DROPOUT, 0.0):
+            q = torch.randn(bh, s, d, dtype=DT, device="cuda", requires_grad=True)
+            k = torch.randn(bh, s, d, dtype=DT, device="cuda", requires_grad=True)
+            v = torch.randn(bh, s, d, dtype=DT, device="cuda", requires_grad=True)
+            out = torch.empty(bh, s, s, dtype=DT, device="cuda")
+            go = torch.randn(bh, s, d, dtype=DT, device="cuda")
+            alpha = 1.0 / math.sqrt(d)
+
+            def fwd():
+                scores = torch.baddbmm(out, q, k.transpose(1, 2), beta=0.0, alpha=alpha)
+                probs = torch.softmax(scores, dim=-1)
+                if dropout > 0:
+                    probs = F.dropout(probs, p=dropout, training=True)
+                return torch.bmm(probs, v)
+
+            def fwd_bwd():
+                torch.autograd.grad(fwd(), (q, k, v), go)
+
+            with torch.no_grad():
+                t_f = timed(fwd, flush=flush)
+            t_fb = timed(fwd_bwd, flush=flush)
+            rows.append({"batch_heads": bh, "seq": s, "head_dim": d, "dropout": dropout,
+                         "fwd_time_s": t_f, "fwd_bwd_time_s": t_fb, "bwd_time_s": t_fb - t_f,
+                         "score_bytes": 2 * bh * s * s})
+            del q, k, v, out, go
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    props = torch.cuda.get_device_properties(0)
+    t0 = time.time()
+    flush = make_flush()
+    result = {
+        "device": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+        "cuda": torch.version.cuda, "dtype": "bf16",
+        "method": "median of 12 samples after warm-up, back-to-back launches, 512 MiB L2 flush "
+                  "before each call with its own time subtracted (gemm_attention_h200.timed)",
+        "core_attention": core_attention_rows(flush),
+        "batched_gemm": batched_gemm_rows(flush),
+    }
+    try:
+        result["nvidia_smi"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit",
+             "--format=csv"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        result["nvidia_smi"] = ""
+    result["elapsed_s"] = time.time() - t0
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result["core_attention"][:4], indent=1))
+
+
+if __name__ == "__main__":
+    main()
