@@ -68,8 +68,9 @@ double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision
     // Megatron's core attention as separate kernels over the full (masked, not skipped)
     // s x span score matrix. Each kernel is bound by its passes over that matrix: the score
     // GEMMs write or read it once (their intensity, head_dim FLOPs per byte, is below the ridge
-    // point for head_dim <= 128), softmax and dropout read and write it. The GEMM FLOPs bound
-    // the time from below for large head_dim. Checked against bench/data/h200-unfused-attention.json.
+    // point for head_dim <= 128); the fused causal softmax reads each row's unmasked prefix and
+    // writes the row; dropout reads and writes it plus a mask. The GEMM FLOPs bound the time
+    // from below for large head_dim. Measured: bench/data/h200-unfused-attention.json.
     const double full = 4.0 * dd(batch) * dd(heads) * dd(head_dim) * s * dd(seq_kv_span);
     const double gemm_flops = backward ? 2.0 * full : full;
     const double eff = gemm_efficiency(hw, seq_q, seq_kv_span, head_dim);
