@@ -49,7 +49,7 @@ TEST(Load, MegatronBaselineAndOverrides) {
   const JobSpec base = load_job(file, {}, cat);
   EXPECT_EQ(base.system.preset, "megatron-lm");
   EXPECT_FALSE(base.system.tp_overlap);
-  EXPECT_EQ(base.system.attention_kernel, "flash-v1");
+  EXPECT_EQ(base.system.attention_kernel, "unfused");
   EXPECT_EQ(base.system.comm_init_store, "tcpstore");
   // 6144 GPUs -> DP 96 -> 64 micro-batches per pipeline.
   const JobSpec half = load_job(file, {"cluster.num_gpus=6144", "system.preset=megascale"}, cat);

@@ -187,7 +187,7 @@ TEST(Validate, SystemPresetAndOverrides) {
   SystemSpec s = test::parse(j).system;
   EXPECT_TRUE(s.tp_overlap);
   EXPECT_FALSE(s.pp_overlap);
-  EXPECT_EQ(s.attention_kernel, "flash-v1");
+  EXPECT_EQ(s.attention_kernel, "unfused");
   j["system"] = "megascale";
   s = test::parse(j).system;
   EXPECT_EQ(s.preset, "megascale");
