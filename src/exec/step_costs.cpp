@@ -49,14 +49,36 @@ struct Context {
   CollGroupShape cp_group;
 };
 
+// Token chunks the FFN path runs in: with TP overlap its GEMMs and their fused collectives are
+// split along the token dimension into `tp_overlap_chunks` pieces (MegaScale section 3.2).
+int ffn_chunks(const JobSpec& job) {
+  return job.system.tp_overlap ? std::max(1, job.system.tp_overlap_chunks) : 1;
+}
+
+// One FFN-path GEMM run as `chunks` GEMMs over a slice of the token rows each (forward and
+// dgrad GEMMs, m = tokens); each piece pays its own latency and tile quantisation. Weight-gradient
+// GEMMs reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
+// would rewrite the whole weight gradient once per chunk.
+double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks, std::int64_t tokens) {
+  if (op.gemm_m != tokens) return op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+  LayerOp piece = op;
+  piece.gemm_m = (op.gemm_m + chunks - 1) / chunks;
+  return chunks * op_time_s(c.hw, c.job.cluster.gpu, c.job, piece);
+}
+
 // Compute time and communication of an op list, split the way TP overlap needs it.
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
+  const int chunks = ffn_chunks(c.job);
+  const std::int64_t tokens = static_cast<std::int64_t>(c.job.training.micro_batch_size) *
+                              (c.job.training.seq_length / std::max(1, c.job.parallel.context_parallel_size));
   for (const auto& op : ops) {
     if (!is_communication(op.kind)) {
-      const double s = op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+      const bool chunked = op.kind == OpKind::Gemm && op.ffn_path && chunks > 1 && op.gemm_m == tokens;
+      const double s = chunked ? chunked_gemm_time_s(c, op, chunks, tokens)
+                               : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
       t.compute_s += s;
-      t.kernels += op.kernels;
+      t.kernels += chunked ? op.kernels * chunks : op.kernels;
       if (op.kind == OpKind::Gemm && op.ffn_path) t.ffn_gemm_s += s;
       continue;
     }
@@ -67,7 +89,11 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       continue;
     }
     if (c.tp_group.ranks <= 1) continue;
-    const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);
+    // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
+    // collective's latency and runs at the (lower) bandwidth of its smaller message.
+    const int pieces = op.ffn_path ? chunks : 1;
+    const double s = pieces * collective_time_s(comm_op_of(op.kind), op.comm_bytes / pieces, c.tp_group,
+                                                c.job.cluster, c.nccl);
     (op.ffn_path ? t.ffn_comm_s : t.other_comm_s) += s;
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
