@@ -1,6 +1,8 @@
 // Runs a step's task graph on the engine (see exec/des_step.hpp for the model).
 #include "des_executor.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -79,6 +81,12 @@ void DesExecutor::run() {
   if (sample_period_s_ > 0) engine_.schedule_at(SimTime::from_ps(0), [this] { sample_links(); });
   engine_.run();
   engine_.require_all_finished();
+  const MaxMinSolver& solver = network_->solver();
+  spdlog::debug("des: {} flows, {} max-min solves re-solving {} flows ({:.0f} per solve)",
+                network_->flows_completed(), solver.solves(), solver.flows_resolved(),
+                solver.solves() > 0 ? static_cast<double>(solver.flows_resolved()) /
+                                          static_cast<double>(solver.solves())
+                                    : 0.0);
 }
 
 void DesExecutor::start(int r, TaskIndex t) {
