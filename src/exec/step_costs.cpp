@@ -55,12 +55,9 @@ int ffn_chunks(const JobSpec& job) {
   return job.system.tp_overlap ? std::max(1, job.system.tp_overlap_chunks) : 1;
 }
 
-// One FFN-path GEMM run as `chunks` GEMMs over a slice of the token rows each (forward and
-// dgrad GEMMs, m = tokens); each piece pays its own latency and tile quantisation. Weight-gradient
-// GEMMs reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
-// would rewrite the whole weight gradient once per chunk.
-double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks, std::int64_t tokens) {
-  if (op.gemm_m != tokens) return op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+// One GEMM run as `chunks` GEMMs over a slice of its m rows each; each piece pays its own
+// latency and tile quantisation.
+double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
   LayerOp piece = op;
   piece.gemm_m = (op.gemm_m + chunks - 1) / chunks;
   return chunks * op_time_s(c.hw, c.job.cluster.gpu, c.job, piece);
@@ -74,8 +71,11 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
                               (c.job.training.seq_length / std::max(1, c.job.parallel.context_parallel_size));
   for (const auto& op : ops) {
     if (!is_communication(op.kind)) {
+      // FFN-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
+      // reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
+      // would rewrite the whole weight gradient once per chunk.
       const bool chunked = op.kind == OpKind::Gemm && op.ffn_path && chunks > 1 && op.gemm_m == tokens;
-      const double s = chunked ? chunked_gemm_time_s(c, op, chunks, tokens)
+      const double s = chunked ? chunked_gemm_time_s(c, op, chunks)
                                : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
       t.compute_s += s;
       t.kernels += chunked ? op.kernels * chunks : op.kernels;
