@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <ostream>
 
 #include "megasim/core/error.hpp"
@@ -144,7 +145,8 @@ void summarise(ValidationResult& r) {
 
 ValidationResult run_validation(const std::string& validation_dir, const std::string& suite,
                                 const JobRunner& run, const StartupModel& startup,
-                                const std::function<void(const std::string&)>& progress) {
+                                const std::function<void(const std::string&)>& progress,
+                                const RowScheduler& schedule) {
   static const char* const kFiles[][2] = {{"table2", "megascale-table2.json"},
                                           {"table3", "megascale-table3.json"},
                                           {"weak530b", "megascale-530b-weak.json"},
@@ -157,34 +159,68 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
     throw InputError("--suite", "unknown suite \"" + suite +
                                     "\"; valid: table2, table3, weak530b, comm_init, korthikanti2022, narayanan2021");
   }
-  ValidationResult result;
+  // Every row, in file order. Simulated rows run through the scheduler (possibly in
+  // parallel); the cases are assembled in file order afterwards, so the result never depends
+  // on the schedule.
+  struct Row {
+    std::string suite, name, base;
+    std::vector<std::string> sets;
+    nlohmann::json published;
+    std::vector<ValidationCase> startup_cases;  // comm_init rows: computed while reading
+  };
+  std::vector<Row> rows;
   for (const auto& f : kFiles) {
     const std::string name = f[0];
     if (!suite.empty() && suite != name) continue;
     const auto data = read_suite(std::filesystem::path(validation_dir) / f[1]);
-    const auto& rows = data.at("rows");
-    std::size_t i = 0;
-    for (const auto& row : rows) {
-      ++i;
-      const std::string row_name = row.at("name").get<std::string>();
-      if (progress) progress(name + " " + std::to_string(i) + "/" + std::to_string(rows.size()) + ": " + row_name);
-      const auto& pub = row.at("published");
+    for (const auto& row : data.at("rows")) {
+      Row r{name, row.at("name").get<std::string>(), "", {}, row.at("published"), {}};
       if (name == "comm_init") {
         const double t = startup(row.at("gpus").get<std::int64_t>(), row.at("store").get<std::string>(),
                                  row.at("ordered").get<bool>());
-        for (const auto& [metric, value] : pub.items()) {
+        for (const auto& [metric, value] : r.published.items()) {
           const bool upper = metric.size() > 4 && metric.substr(metric.size() - 4) == "_max";
-          result.cases.push_back(make_case(name, row_name, upper ? "startup_s" : metric,
-                                           value.get<double>(), t, upper));
+          r.startup_cases.push_back(make_case(name, r.name, upper ? "startup_s" : metric,
+                                              value.get<double>(), t, upper));
         }
-        continue;
+      } else {
+        r.base = data.at("base").get<std::string>();
+        r.sets = row.at("set").get<std::vector<std::string>>();
       }
-      const auto sets = row.at("set").get<std::vector<std::string>>();
-      const StepReport rep = run(data.at("base").get<std::string>(), sets);
-      for (const auto& [metric, value] : pub.items()) {
-        result.cases.push_back(make_case(name, row_name, metric, value.get<double>(),
-                                         metric_of(rep, metric), false));
-      }
+      rows.push_back(std::move(r));
+    }
+  }
+  std::vector<std::size_t> simulated;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].suite != "comm_init") simulated.push_back(i);
+  std::vector<StepReport> reports(rows.size());
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  const std::function<void(std::size_t)> simulate_row = [&](std::size_t k) {
+    const Row& r = rows[simulated[k]];
+    reports[simulated[k]] = run(r.base, r.sets);
+    if (progress) {
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      ++done;
+      progress(std::to_string(done) + "/" + std::to_string(simulated.size()) + " " + r.suite + ": " + r.name);
+    }
+  };
+  if (schedule) {
+    schedule(simulated.size(), simulate_row);
+  } else {
+    for (std::size_t k = 0; k < simulated.size(); ++k) simulate_row(k);
+  }
+
+  ValidationResult result;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    if (r.suite == "comm_init") {
+      result.cases.insert(result.cases.end(), r.startup_cases.begin(), r.startup_cases.end());
+      continue;
+    }
+    for (const auto& [metric, value] : r.published.items()) {
+      result.cases.push_back(make_case(r.suite, r.name, metric, value.get<double>(),
+                                       metric_of(reports[i], metric), false));
     }
   }
   summarise(result);

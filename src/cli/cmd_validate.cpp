@@ -1,4 +1,4 @@
-// `megasim validate [--suite NAME] [--engine des|analytic] [--json]`: predicted against
+// `megasim validate [--suite NAME] [--engine des|analytic] [--jobs N] [--json]`: predicted against
 // published values for the bundled suites (configs/validation/).
 #include <memory>
 #include <string>
@@ -9,8 +9,10 @@
 #include "commands.hpp"
 #include "megasim/calib/validate.hpp"
 #include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/startup.hpp"
+#include "megasim/sweep/parallel_for.hpp"
 
 namespace megasim {
 
@@ -19,6 +21,7 @@ struct ValidateArgs {
   std::string suite;
   std::string engine = "des";
   bool json = false;
+  int jobs = 0;
 };
 }  // namespace
 
@@ -30,7 +33,9 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init | korthikanti2022 | narayanan2021 (default: all)");
   cmd->add_option("--engine", args->engine, "des (default) | analytic");
   cmd->add_flag("--json", args->json, "print {\"cases\": [...], \"summary\": {...}}");
+  cmd->add_option("--jobs", args->jobs, "rows simulated in parallel (default: hardware concurrency)");
   cmd->callback([args, &ctx] {
+    if (args->jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
     SimulateOptions opts;
     opts.engine = parse_engine_kind(args->engine);
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
@@ -42,8 +47,12 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
       return communicator_startup_for_plan_s(gpus, 8, 8, 1, store, ordered, catalog);
     };
     auto progress = [&ctx](const std::string& line) { ctx.err << "validate: " << line << "\n"; };
+    const int jobs = resolve_jobs(args->jobs);
+    RowScheduler schedule = [jobs](std::size_t n, const std::function<void(std::size_t)>& fn) {
+      parallel_for(n, jobs, fn);
+    };
     const auto result = run_validation((catalog.root() / "validation").string(), args->suite,
-                                       runner, startup, progress);
+                                       runner, startup, progress, schedule);
     if (args->json) {
       ctx.out << to_json(result).dump(2) << "\n";
     } else {

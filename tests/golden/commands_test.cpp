@@ -124,6 +124,15 @@ TEST(Cli, ValidateNarayananTransferSuite) {
   ASSERT_TRUE(j["summary"].contains("narayanan2021_hfu"));
 }
 
+TEST(Cli, ValidateResultDoesNotDependOnJobs) {
+  const auto one = run({"validate", "--engine", "analytic", "--jobs", "1", "--json"});
+  const auto three = run({"validate", "--engine", "analytic", "--jobs", "3", "--json"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(three.code, 0) << three.err;
+  EXPECT_EQ(one.out, three.out);
+  EXPECT_EQ(run({"validate", "--jobs", "-1"}).code, 2);
+}
+
 TEST(Cli, TraceIsWrittenAsTraceEventJson) {
   const auto file = std::filesystem::temp_directory_path() / "megasim-trace.json";
   const auto r = run({"simulate", "megascale-175b-12288", "--set", "cluster.num_gpus=256",

@@ -43,10 +43,17 @@ using JobRunner = std::function<StepReport(const std::string& base, const std::v
 // Communicator start-up seconds for (gpus, store, ordered); see goodput/comm_init.hpp.
 using StartupModel = std::function<double(std::int64_t gpus, const std::string& store, bool ordered)>;
 
+// Runs fn(k) for k in [0, n), possibly on several threads (e.g. megasim's parallel_for).
+using RowScheduler = std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)>;
+
 // Suites: "table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021"; empty = all.
+// Simulated rows go through `schedule` (empty: one after the other); `run` must then be safe to
+// call concurrently. `progress` is called once per finished row, never concurrently. The
+// result is the same for any schedule.
 ValidationResult run_validation(const std::string& validation_dir, const std::string& suite,
                                 const JobRunner& run, const StartupModel& startup,
-                                const std::function<void(const std::string&)>& progress);
+                                const std::function<void(const std::string&)>& progress,
+                                const RowScheduler& schedule = {});
 
 nlohmann::json to_json(const ValidationResult& result);
 void print_validation(const ValidationResult& result, std::ostream& out);
