@@ -192,16 +192,31 @@ def launch_rows():
     return {"tiny_kernel_in_cuda_graph_s": graph, "tiny_kernel_eager_back_to_back_s": eag}
 
 
+def device_info():
+    """The GPU and software a measurement file was taken with (its first keys)."""
+    props = torch.cuda.get_device_properties(0)
+    return {"device": props.name, "sm_count": props.multi_processor_count,
+            "total_memory_bytes": props.total_memory, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "dtype": "bf16"}
+
+
+def nvidia_smi():
+    """Clocks and power at the end of a run (informational; the error text if the query fails)."""
+    try:
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit",
+             "--format=csv"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    props = torch.cuda.get_device_properties(0)
     t0 = time.time()
-    res = {"device": props.name, "sm_count": props.multi_processor_count,
-           "total_memory_bytes": props.total_memory, "torch": torch.__version__,
-           "cuda": torch.version.cuda, "dtype": "bf16",
+    res = {**device_info(),
            "method": "median of 12 timed samples after 3 warm-ups; each sample = CUDA events around "
                      "back-to-back launches (about 2 ms) divided by their count; random normal inputs; "
                      "memory-bound and attention ops: a 512 MiB L2 flush before each call, its own "
@@ -215,12 +230,7 @@ def main():
     for tag, shapes in gemm_shapes().items():
         res["gemm"] += gemm_rows(shapes, tag)
         print("gemm", tag, "done", time.time() - t0, flush=True)
-    try:
-        res["nvidia_smi"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit",
-             "--format=csv"], capture_output=True, text=True, timeout=20).stdout
-    except Exception as e:  # noqa: BLE001 - informational only
-        res["nvidia_smi"] = str(e)
+    res["nvidia_smi"] = nvidia_smi()
     res["elapsed_s"] = time.time() - t0
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)

@@ -17,7 +17,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -27,7 +26,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_attention_h200 import DT, make_flush, timed  # noqa: E402
+from gemm_attention_h200 import DT, device_info, make_flush, nvidia_smi, timed  # noqa: E402
 
 # (batch x heads on one TP rank, sequence, head_dim): 175B / 530B at TP 8 (16 heads of 96 / 128),
 # GPT 1.7B at TP 1 (24 heads of 96), GPT 18B at TP 8 (6 heads of 128), Llama-8B-like (32 of 128).
@@ -162,12 +161,10 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    props = torch.cuda.get_device_properties(0)
     t0 = time.time()
     flush = make_flush()
     result = {
-        "device": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "dtype": "bf16",
+        **device_info(),
         "method": "median of 12 samples after warm-up, back-to-back launches, 512 MiB L2 flush "
                   "before each call with its own time subtracted (gemm_attention_h200.timed)",
         "triton": triton.__version__,
@@ -175,12 +172,7 @@ def main():
         "core_attention": core_attention_rows(flush),
         "batched_gemm": batched_gemm_rows(flush),
     }
-    try:
-        result["nvidia_smi"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit",
-             "--format=csv"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        result["nvidia_smi"] = ""
+    result["nvidia_smi"] = nvidia_smi()
     result["elapsed_s"] = time.time() - t0
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
