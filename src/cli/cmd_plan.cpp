@@ -50,7 +50,7 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--gpus", args->gpus, "cluster size to plan for (default: the config's cluster.num_gpus)");
   cmd->add_option("--top", args->top, "plans re-simulated and shown (default 10)");
   cmd->add_option("--objective", args->objective, "step_time (default) | tokens_per_gpu | mfu");
-  cmd->add_option("--jobs", args->jobs, "worker threads (default: hardware concurrency)");
+  add_jobs_option(cmd, args->jobs);
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--batch", args->batches, "global batch sizes to consider (default: the config's)")
       ->delimiter(',');
@@ -62,7 +62,7 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
     opts.objective = parse_plan_objective(args->objective);
     opts.rerank_engine = parse_engine_kind(args->rerank);
     if (args->top < 0) throw InputError("--top", "must be >= 0");
-    if (args->jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
+    check_jobs_option(args->jobs);
     if (args->max_cp < 1) throw InputError("--max-cp", "must be >= 1");
     for (const auto b : args->batches) {
       if (b < 1) throw InputError("--batch", "global batch sizes must be >= 1");

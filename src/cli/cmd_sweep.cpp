@@ -38,7 +38,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
                   "the grid is their cartesian product")
       ->required();
   cmd->add_option("--engine", args->engine, "analytic (default) | des");
-  cmd->add_option("--jobs", args->jobs, "worker threads (default: hardware concurrency)");
+  add_jobs_option(cmd, args->jobs);
   cmd->add_option("--csv", args->csv, "write the table as CSV to FILE");
   cmd->add_flag("--json", args->json, "print the table as one JSON object on stdout");
   cmd->add_option("--shard", args->shard, "I/N: run only points p with p % N == I (0-based); join with merge");
@@ -48,7 +48,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
     for (const auto& v : args->vary) opts.vary.push_back(parse_vary(v));
     grid_size(opts.vary);  // duplicate paths and oversized grids exit 2 before any work
     opts.engine = parse_engine_kind(args->engine);
-    if (args->jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
+    check_jobs_option(args->jobs);
     opts.jobs = args->jobs;
     if (!args->shard.empty()) opts.shard = parse_shard(args->shard);
     if (!args->no_progress) {

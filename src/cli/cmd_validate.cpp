@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
+#include "job_arguments.hpp"
 #include "megasim/calib/validate.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/error.hpp"
@@ -33,9 +34,9 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init | korthikanti2022 | narayanan2021 (default: all)");
   cmd->add_option("--engine", args->engine, "des (default) | analytic");
   cmd->add_flag("--json", args->json, "print {\"cases\": [...], \"summary\": {...}}");
-  cmd->add_option("--jobs", args->jobs, "rows simulated in parallel (default: hardware concurrency)");
+  add_jobs_option(cmd, args->jobs, "rows simulated in parallel (default: hardware concurrency)");
   cmd->callback([args, &ctx] {
-    if (args->jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
+    check_jobs_option(args->jobs);
     SimulateOptions opts;
     opts.engine = parse_engine_kind(args->engine);
     const Catalog catalog = Catalog::open(ctx.catalog_dir);

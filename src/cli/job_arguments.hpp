@@ -1,9 +1,12 @@
 #pragma once
 // The CONFIG positional and the repeatable --set overrides that every job-taking subcommand
-// accepts, declared once so their names and help stay the same everywhere.
+// accepts, and the --jobs option of the parallel ones, declared once so their names, help and
+// checks stay the same everywhere.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
+
+#include "megasim/core/error.hpp"
 
 namespace megasim {
 
@@ -11,6 +14,17 @@ inline void add_job_arguments(CLI::App* cmd, std::string& config, std::vector<st
                               const char* set_help = "override a config field: PATH=VALUE (repeatable)") {
   cmd->add_option("CONFIG", config, "job config (JSON file or bundled job name)")->required();
   cmd->add_option("--set", sets, set_help);
+}
+
+// --jobs N: worker threads, 0 (the default) = hardware concurrency.
+inline void add_jobs_option(CLI::App* cmd, int& jobs,
+                            const char* help = "worker threads (default: hardware concurrency)") {
+  cmd->add_option("--jobs", jobs, help);
+}
+
+// Called from the subcommand's callback: a negative count exits 2 naming the flag.
+inline void check_jobs_option(int jobs) {
+  if (jobs < 0) throw InputError("--jobs", "must be >= 0 (0 = hardware concurrency)");
 }
 
 }  // namespace megasim

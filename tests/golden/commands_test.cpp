@@ -133,6 +133,17 @@ TEST(Cli, ValidateResultDoesNotDependOnJobs) {
   EXPECT_EQ(run({"validate", "--jobs", "-1"}).code, 2);
 }
 
+TEST(Cli, NegativeJobsExitTwoNamingTheFlag) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"validate", "--jobs", "-1"},
+           {"sweep", "megascale-175b-12288", "--vary", "cluster.num_gpus=256", "--jobs", "-1"},
+           {"plan", "megascale-175b-12288", "--jobs", "-1"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_NE(r.err.find("--jobs: must be >= 0"), std::string::npos) << args[0] << ": " << r.err;
+  }
+}
+
 TEST(Cli, TraceIsWrittenAsTraceEventJson) {
   const auto file = std::filesystem::temp_directory_path() / "megasim-trace.json";
   const auto r = run({"simulate", "megascale-175b-12288", "--set", "cluster.num_gpus=256",
