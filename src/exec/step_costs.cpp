@@ -55,8 +55,8 @@ int ffn_chunks(const JobSpec& job) {
   return job.system.tp_overlap ? std::max(1, job.system.tp_overlap_chunks) : 1;
 }
 
-// One GEMM run as `chunks` GEMMs over a slice of its m rows each; each piece pays its own
-// latency and tile quantisation.
+// One GEMM run as `chunks` GEMMs over a slice of its m rows (the tokens) each; each piece pays
+// its own latency and tile quantisation.
 double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
   LayerOp piece = op;
   piece.gemm_m = (op.gemm_m + chunks - 1) / chunks;
@@ -67,14 +67,12 @@ double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = ffn_chunks(c.job);
-  const std::int64_t tokens = static_cast<std::int64_t>(c.job.training.micro_batch_size) *
-                              (c.job.training.seq_length / std::max(1, c.job.parallel.context_parallel_size));
   for (const auto& op : ops) {
     if (!is_communication(op.kind)) {
       // FFN-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
       // reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
       // would rewrite the whole weight gradient once per chunk.
-      const bool chunked = op.kind == OpKind::Gemm && op.ffn_path && chunks > 1 && op.gemm_m == tokens;
+      const bool chunked = op.kind == OpKind::Gemm && op.ffn_path && chunks > 1 && !op.weight_gradient;
       const double s = chunked ? chunked_gemm_time_s(c, op, chunks)
                                : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
       t.compute_s += s;

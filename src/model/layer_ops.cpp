@@ -220,6 +220,7 @@ void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, st
                   std::int64_t k, bool ffn) {
   ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, ffn));
   ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, ffn));
+  ops.back().weight_gradient = true;
 }
 
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);

@@ -92,6 +92,28 @@ TEST(LayerOps, GemmFlopsMatchModelAndBackwardIsTwice) {
   }
 }
 
+TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
+  // TP overlap chunks layer GEMMs along their token rows except the weight gradients; the mark
+  // must not depend on a shape coincidence (here h = tokens = 2048).
+  JobSpec j = gpt175b_megascale();
+  j.model.hidden_size = 2048; j.model.num_attention_heads = 16; j.model.num_key_value_heads = 16;
+  j.model.head_dim = 128; j.model.intermediate_size = 4 * 2048;
+  int wgrads = 0;
+  for (const auto& op : layer_backward_ops(j)) {
+    if (op.kind != OpKind::Gemm) continue;
+    const bool is_wgrad = op.name.size() > 6 && op.name.substr(op.name.size() - 6) == "_wgrad";
+    EXPECT_EQ(op.weight_gradient, is_wgrad) << op.name;
+    if (is_wgrad) {
+      ++wgrads;
+      EXPECT_EQ(op.gemm_k, 2048) << op.name;
+    } else {
+      EXPECT_EQ(op.gemm_m, 2048) << op.name;
+    }
+  }
+  EXPECT_EQ(wgrads, 4);
+  for (const auto& op : layer_forward_ops(j)) EXPECT_FALSE(op.weight_gradient) << op.name;
+}
+
 TEST(Memory, KorthikantiActivations) {
   JobSpec j = gpt175b_megascale();
   // Flash + SP: 34*s*b*h/t = 34*2048*12288/8 = 106,954,752 bytes.

@@ -42,6 +42,8 @@ struct LayerOp {
   AttentionShape attn;            // Attention only
   int kernels = 1;                // kernel launches this op stands for
   bool ffn_path = false;          // on MegaScale's fused-overlap path (AG+FC1, FC2+RS)
+  bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
+                                  // layer GEMM has the tokens as its rows (m)
 };
 
 // One layer, one micro-batch, this rank. Forward, backward (dgrad + wgrad per GEMM, reverse
