@@ -54,7 +54,7 @@ void check(ValidationSummary& s, const std::string& key, bool pass, const std::s
 }
 
 // Largest |predicted - published| of a suite's cases in points of its metric (MFU or HFU); -1 when it has none.
-double worst_mfu_points(const ValidationResult& r, const std::string& suite) {
+double worst_error_points(const ValidationResult& r, const std::string& suite) {
   double worst = -1;
   for (const auto& c : r.cases)
     if (c.suite == suite) worst = std::max(worst, 100.0 * std::fabs(c.predicted - c.published));
@@ -111,19 +111,19 @@ void summarise(ValidationResult& r) {
     check(s, "table3_cumulative", worst_pts <= 1.5,
           fmt("Table 3: worst cumulative MFU error %.2f points (target <= 1.5)", worst_pts));
   }
-  const double worst530 = worst_mfu_points(r, "weak530b");
+  const double worst530 = worst_error_points(r, "weak530b");
   if (worst530 >= 0) {
     check(s, "weak530b_mfu", worst530 <= 3.0,
           fmt("530B weak scaling: worst MFU error %.2f points (target <= 3)", worst530));
   }
   // Published runs outside MegaScale, held to the 530B suite's 3-point bar: a transfer check.
-  const double worst_transfer = worst_mfu_points(r, "korthikanti2022");
+  const double worst_transfer = worst_error_points(r, "korthikanti2022");
   if (worst_transfer >= 0) {
     check(s, "korthikanti2022_mfu", worst_transfer <= 3.0,
           fmt("Transfer, Megatron-LM 530B on 2,240 A100s (Korthikanti 2022): worst MFU error %.2f points (bar: 3)",
               worst_transfer));
   }
-  const double worst_narayanan = worst_mfu_points(r, "narayanan2021");
+  const double worst_narayanan = worst_error_points(r, "narayanan2021");
   if (worst_narayanan >= 0) {
     check(s, "narayanan2021_hfu", worst_narayanan <= 3.0,
           fmt("Transfer, Megatron-LM 1.7B-1T on 32-3,072 A100s (Narayanan 2021): worst HFU error %.2f points (bar: 3)",
