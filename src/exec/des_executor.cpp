@@ -204,8 +204,19 @@ const std::vector<CollectivePlan>& DesExecutor::collective_plans(TaskIndex t) {
 }
 
 void DesExecutor::collective_ready(int r, TaskIndex t) {
-  // A collective starts once every member has posted it (all replicas in full mode).
+  // A collective starts once every member has posted it (all replicas in full mode), the
+  // slowest member `launch_delay_s` after its dependencies were met.
   if (++collective_ready_count_[t] < replicas_) return;
+  const double delay = graph_.tasks[t].launch_delay_s;
+  if (delay > 0) {
+    engine_.schedule_after(SimTime::from_seconds(delay), [this, t] { start_collective(t); });
+  } else {
+    start_collective(t);
+  }
+  (void)r;
+}
+
+void DesExecutor::start_collective(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto& plans = collective_plans(t);
   for (int q = 0; q < replicas_; ++q) {
@@ -224,7 +235,6 @@ void DesExecutor::collective_ready(int r, TaskIndex t) {
     engine_.schedule_after(SimTime::from_ps(0), done);
     return;
   }
-  (void)r;
   inst_[idx(0, t)].pending = static_cast<std::uint32_t>(plans.size());
   const std::string tag = graph_.describe(t);
   for (const auto& plan : plans) runner_->start(plan, tag, done);

@@ -77,6 +77,7 @@ class DesExecutor {
   void start_compute(int r, TaskIndex t);
   void start_transfer(int r, TaskIndex t);
   void collective_ready(int r, TaskIndex t);
+  void start_collective(TaskIndex t);  // every member has posted it: run it on the network
   const std::vector<FlowTemplate>& transfer_flows(int src_stage, int dst_stage, std::int64_t dp);
   const std::vector<CollectivePlan>& collective_plans(TaskIndex t);
   void sample_links();

@@ -252,18 +252,26 @@ class Builder {
     }
     const TaskKind reduce = o_.zero_stage == 0 ? TaskKind::DpAllReduce : TaskKind::DpReduceScatter;
     const bool per_chunk = o_.dp_overlap || o_.zero_stage == 3;
+    // The stage's last gradient reduction is the one a late rank holds up (GC skew).
+    TaskIndex last_reduce = 0;
+    double last_key = -1;
     if (per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
         const TaskIndex lb = last_backward(s, c);
         const TaskIndex r = add_collective(s, reduce, grad * chunk_share(s, c), c, -1, key_of(lb));
         g_.tasks[r].deps.push_back(lb);
         ready.push_back(r);
+        if (key_of(lb) > last_key) {
+          last_key = key_of(lb);
+          last_reduce = r;
+        }
       }
     } else {
-      const TaskIndex r = add_collective(s, reduce, grad, -1, -1, key_of(last));
-      g_.tasks[r].deps.push_back(last);
-      ready.push_back(r);
+      last_reduce = add_collective(s, reduce, grad, -1, -1, key_of(last));
+      g_.tasks[last_reduce].deps.push_back(last);
+      ready.push_back(last_reduce);
     }
+    g_.tasks[last_reduce].launch_delay_s = c_.gc_skew_s;
     ready.push_back(last);
     if (o_.zero_stage == 3) {
       // Re-gather each chunk's parameters before every pass, two passes ahead.

@@ -12,6 +12,22 @@ StepReport run(const JobSpec& j, const StepCosts& c, DesOptions o = {}) {
   return simulate_step_des(j, c, f, destest::nccl(), o);
 }
 
+// TP 8, PP 2, VPP 2, DP 2 on 32 GPUs, ZeRO-2, 400 MB of gradients and of parameters, with
+// or without MegaScale's DP overlap (and its first-all-gather prefetch).
+JobSpec zero2_job(bool overlap) {
+  JobSpec j = destest::job(8, 2, 2, 32);
+  j.parallel.zero_stage = 2;
+  j.system.dp_overlap = overlap;
+  j.system.dp_prefetch_first_all_gather = overlap;
+  return j;
+}
+StepCosts zero2_costs(const JobSpec& j) {
+  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
+  c.dp_grad_reduce_bytes = 400e6;
+  c.dp_param_gather_bytes = 400e6;
+  return c;
+}
+
 // TP 8, PP 2, VPP 2, DP 2 (32 GPUs, 4 nodes); ZeRO-2 with equal gradient and parameter bytes,
 // so the reduce-scatter (RS) and the all-gather (AG) take about the same time T.
 // Without overlap both are exposed: about 2T. With MegaScale's overlap only the last chunk's
@@ -40,19 +56,29 @@ TEST(DesDp, ZeroExposedWithAndWithoutOverlapTextbook) {
 
 // Compute that runs while a DP collective is in flight is slowed; the excess is DP cost.
 TEST(DesDp, OverlapContentionSlowsCompute) {
-  JobSpec j = destest::job(8, 2, 2, 32);
-  j.parallel.zero_stage = 2;
-  j.system.dp_overlap = true;
-  j.system.dp_prefetch_first_all_gather = true;
-  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
-  c.dp_grad_reduce_bytes = 400e6;
-  c.dp_param_gather_bytes = 400e6;
+  const JobSpec j = zero2_job(true);
+  StepCosts c = zero2_costs(j);
   const StepReport a = run(j, c);
   c.dp_overlap_compute_slowdown = 0.1;
   const StepReport b = run(j, c);
   EXPECT_GT(b.step_time_s, a.step_time_s);
   EXPECT_GT(b.breakdown.exposed_dp_comm_s, a.breakdown.exposed_dp_comm_s);
   EXPECT_NEAR(b.breakdown.total_s(), b.step_time_s, 1e-9);
+}
+
+// A late launch of the last gradient reduction (GC skew) lengthens the step by the delay, with
+// and without DP overlap, and the breakdown books it as exposed DP communication.
+TEST(DesDp, GcSkewDelaysTheStepAsExposedDp) {
+  for (const bool overlap : {false, true}) {
+    const JobSpec j = zero2_job(overlap);
+    StepCosts c = zero2_costs(j);
+    const StepReport a = run(j, c);
+    c.gc_skew_s = 30e-3;
+    const StepReport b = run(j, c);
+    EXPECT_NEAR(b.step_time_s - a.step_time_s, 30e-3, 1e-6) << "overlap " << overlap;
+    EXPECT_NEAR(b.breakdown.exposed_dp_comm_s - a.breakdown.exposed_dp_comm_s, 30e-3, 1e-6);
+    EXPECT_NEAR(b.breakdown.total_s(), b.step_time_s, 1e-9);
+  }
 }
 
 TEST(DesDp, DdpAndZero3Run) {

@@ -63,6 +63,30 @@ TEST(TaskGraph, DpOverlapSplitsPerChunk) {
   EXPECT_EQ(g.tasks[d0[2]].chunk, 2);
 }
 
+// GC skew (MegaScale §6.3) delays only each stage's last gradient reduction: with per-chunk
+// overlap that is chunk 0's (its last backward ends the stage's program).
+TEST(TaskGraph, GcSkewDelaysOnlyTheLastReductionOfEachStage) {
+  StepCosts c = costs(2, 3, 4, 4);
+  c.gc_skew_s = 0.05;
+  for (const bool overlap : {false, true}) {
+    WorkloadOptions o;
+    o.zero_stage = 2;
+    o.dp_overlap = overlap;
+    const StepGraph g = build_step_graph(c, o);
+    std::vector<int> delayed(2, 0);
+    for (const auto& t : g.tasks) {
+      if (t.launch_delay_s == 0) continue;
+      EXPECT_EQ(t.kind, TaskKind::DpReduceScatter);
+      EXPECT_DOUBLE_EQ(t.launch_delay_s, 0.05);
+      if (overlap) {
+        EXPECT_EQ(t.chunk, 0);
+      }
+      ++delayed[static_cast<std::size_t>(t.stage)];
+    }
+    EXPECT_EQ(delayed, std::vector<int>({1, 1})) << "overlap " << overlap;
+  }
+}
+
 TEST(TaskGraph, DdpAllReduceAndNoDpForSingleReplica) {
   WorkloadOptions o;
   o.zero_stage = 0;

@@ -36,6 +36,8 @@
 //  * ZeRO 3 (per chunk, not per layer): before every forward and backward pass the chunk's
 //    parameters are all-gathered, prefetched two passes ahead on the DP stream; gradients are
 //    reduce-scattered after the chunk's last backward.
+// GC skew (StepCosts::gc_skew_s, MegaScale §6.3): each stage's last gradient reduction is
+// posted late by its slowest member (`launch_delay_s`), so the step waits for it.
 // The optimizer of every stage waits for every stage's gradients: the global gradient-norm
 // all-reduce of gradient clipping is a step-wide barrier (its time is in optimizer_s).
 #include <cstdint>
@@ -79,6 +81,9 @@ struct StepTask {
   double cp_exposed_s = 0;       // exposed CP communication inside the pass
   double other_s = 0;            // launch overhead and expected straggler slow-down
   double fixed_s = 0;            // data loading or optimizer
+  // DP collectives: the slowest member posts the collective this long after its dependencies
+  // are met (MegaScale §6.3: uneven Python GC pauses launch the last gradient reduction late).
+  double launch_delay_s = 0;
   double bytes = 0;              // PpTransfer: per GPU; collectives: nccl-tests size
   std::vector<TaskIndex> deps;   // must finish before this task starts (besides stream order)
   double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + other_s + fixed_s; }
