@@ -29,35 +29,13 @@ import time
 import numpy  # noqa: F401  (imported by every Megatron process; its objects count)
 import torch
 import torch.distributed  # noqa: F401
-import torch.nn.functional as F
 
 from gemm_attention_h200 import device_info
+from tp8_shard_layer import DEV, DT, H, S, ShardLayer
 
 torch.manual_seed(0)
-dev = "cuda"
-dt = torch.bfloat16
-S, H, HEADS, D, FFN, LAYERS = 2048, 12288, 16, 96, 6144, 12
+LAYERS = 12
 VOCAB = 64000
-
-
-class ShardLayer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1 = torch.nn.LayerNorm(H, device=dev, dtype=dt)
-        self.qkv = torch.nn.Linear(H, 3 * HEADS * D, device=dev, dtype=dt)
-        self.proj = torch.nn.Linear(HEADS * D, H, device=dev, dtype=dt)
-        self.ln2 = torch.nn.LayerNorm(H, device=dev, dtype=dt)
-        self.fc1 = torch.nn.Linear(H, FFN, device=dev, dtype=dt)
-        self.fc2 = torch.nn.Linear(FFN, H, device=dev, dtype=dt)
-
-    def forward(self, x):
-        h = self.ln1(x)
-        q, k, v = self.qkv(h).view(1, S, 3, HEADS, D).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        a = a.transpose(1, 2).reshape(S, HEADS * D)
-        x = x + F.dropout(self.proj(a), 0.1)
-        h = self.ln2(x)
-        return x + F.dropout(self.fc2(F.gelu(self.fc1(h))), 0.1)
 
 
 def build_tokenizer():
@@ -85,7 +63,7 @@ def main():
     imports_only = (len(gc.get_objects()), timed(lambda: gc.collect(2))[0])
     stage = torch.nn.Sequential(*[ShardLayer() for _ in range(LAYERS)])
     opt = torch.optim.Adam(stage.parameters(), lr=1e-4, fused=True)
-    x = torch.randn(S, H, device=dev, dtype=dt)
+    x = torch.randn(S, H, device=DEV, dtype=DT)
     for _ in range(3):
         stage(x).float().pow(2).mean().backward()
         opt.step()

@@ -210,12 +210,26 @@ def nvidia_smi():
         return str(e)
 
 
-def main():
+def start_measurement():
+    """Common start of the device measurement scripts: parse --out, keep GEMMs off TF32.
+    Returns the output path and the start time."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    t0 = time.time()
+    return args.out, time.time()
+
+
+def write_measurement(result, path, t0):
+    """Common end: append the clocks/power snapshot and the elapsed time, write the JSON."""
+    result["nvidia_smi"] = nvidia_smi()
+    result["elapsed_s"] = time.time() - t0
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+def main():
+    out, t0 = start_measurement()
     res = {**device_info(),
            "method": "median of 12 timed samples after 3 warm-ups; each sample = CUDA events around "
                      "back-to-back launches (about 2 ms) divided by their count; random normal inputs; "
@@ -230,11 +244,8 @@ def main():
     for tag, shapes in gemm_shapes().items():
         res["gemm"] += gemm_rows(shapes, tag)
         print("gemm", tag, "done", time.time() - t0, flush=True)
-    res["nvidia_smi"] = nvidia_smi()
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
-    print("wrote", args.out, res["elapsed_s"])
+    write_measurement(res, out, t0)
+    print("wrote", out, res["elapsed_s"])
 
 
 if __name__ == "__main__":

@@ -16,37 +16,14 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
+
+from tp8_shard_layer import DEV, DT, H, S, ShardLayer
 
 torch.manual_seed(0)
-dev = "cuda"
-dt = torch.bfloat16
-S, H, HEADS, D, FFN = 2048, 12288, 16, 96, 6144
-
-
-class ShardLayer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1 = torch.nn.LayerNorm(H, device=dev, dtype=dt)
-        self.qkv = torch.nn.Linear(H, 3 * HEADS * D, device=dev, dtype=dt)
-        self.proj = torch.nn.Linear(HEADS * D, H, device=dev, dtype=dt)
-        self.ln2 = torch.nn.LayerNorm(H, device=dev, dtype=dt)
-        self.fc1 = torch.nn.Linear(H, FFN, device=dev, dtype=dt)
-        self.fc2 = torch.nn.Linear(FFN, H, device=dev, dtype=dt)
-
-    def forward(self, x):
-        h = self.ln1(x)
-        q, k, v = self.qkv(h).view(1, S, 3, HEADS, D).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        a = a.transpose(1, 2).reshape(S, HEADS * D)
-        x = x + F.dropout(self.proj(a), 0.1)
-        h = self.ln2(x)
-        x = x + F.dropout(self.fc2(F.gelu(self.fc1(h))), 0.1)
-        return x
 
 
 chunk = torch.nn.Sequential(ShardLayer(), ShardLayer())
-x = torch.randn(S, H, device=dev, dtype=dt)
+x = torch.randn(S, H, device=DEV, dtype=DT)
 results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
 with torch.no_grad():

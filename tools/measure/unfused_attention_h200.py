@@ -13,12 +13,10 @@ launches, 512 MiB L2 flush before each call with its own time subtracted).
 
   python3 tools/measure/unfused_attention_h200.py --out bench/data/h200-unfused-attention.json
 """
-import argparse
 import json
 import math
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +24,8 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_attention_h200 import DT, device_info, make_flush, nvidia_smi, timed  # noqa: E402
+from gemm_attention_h200 import (DT, device_info, make_flush, start_measurement, timed,  # noqa: E402
+                                  write_measurement)
 
 # (batch x heads on one TP rank, sequence, head_dim): 175B / 530B at TP 8 (16 heads of 96 / 128),
 # GPT 1.7B at TP 1 (24 heads of 96), GPT 18B at TP 8 (6 heads of 128), Llama-8B-like (32 of 128).
@@ -157,11 +156,7 @@ def core_attention_rows(flush):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    t0 = time.time()
+    out, t0 = start_measurement()
     flush = make_flush()
     result = {
         **device_info(),
@@ -172,10 +167,7 @@ def main():
         "core_attention": core_attention_rows(flush),
         "batched_gemm": batched_gemm_rows(flush),
     }
-    result["nvidia_smi"] = nvidia_smi()
-    result["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_measurement(result, out, t0)
     print(json.dumps(result["softmax_check"]))
     print(json.dumps(result["core_attention"][:4], indent=1))
 
