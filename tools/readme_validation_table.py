@@ -4,17 +4,20 @@
     python3 tools/readme_validation_table.py /tmp/validate.json README.md
 
 Table rows: Table 2 step times (its MFU and tokens/s rows repeat the same error), every other
-suite's single metric. MFU/HFU errors are printed in points, times in percent; the
+suite's metrics. MFU/HFU errors are printed in points, times in percent; the
 communicator-init bounds as "within bound". Checks in the order `validate` prints them.
 """
 import json
 import sys
 
-SUITE_ORDER = ["table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021"]
+SUITE_ORDER = ["table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021",
+               "korthikanti2022_layer"]
 CHECK_ORDER = ["comm_init", "table2_speedup_12288", "table2_step_time_mae", "table2_step_time_max",
                "table3_cumulative", "table3_directions", "weak530b_mfu", "korthikanti2022_mfu",
-               "narayanan2021_hfu"]
-METRIC = {"step_time_s": "step time", "startup_s": "start-up", "mfu": "MFU", "hfu": "HFU"}
+               "narayanan2021_hfu", "korthikanti2022_layer_time"]
+METRIC = {"step_time_s": "step time", "startup_s": "start-up", "mfu": "MFU", "hfu": "HFU",
+          "layer_forward_ms": "layer forward", "layer_backward_ms": "layer backward",
+          "layer_fwd_bwd_ms": "layer fwd+bwd"}
 
 
 def row(c):
@@ -24,6 +27,8 @@ def row(c):
         cells = (f"{pub * 100:.1f}%", f"{pred * 100:.1f}%", f"{(pred - pub) * 100:+.1f} pt")
     elif m == "step_time_s":
         cells = (f"{pub:.2f} s", f"{pred:.2f} s", f"{c['error_pct']:+.1f}%")
+    elif m.endswith("_ms"):
+        cells = (f"{pub:.1f} ms", f"{pred:.2f} ms", f"{c['error_pct']:+.1f}%")
     elif c.get("published_is_upper_bound"):
         cells = (f"< {pub:g} s", f"{pred:.1f} s", "within bound" if pred <= pub else "over bound")
     else:
@@ -42,7 +47,7 @@ def main(json_path, readme_path):
 
     lines = open(readme_path).read().split("\n")
     first = next(i for i, l in enumerate(lines) if l.startswith("| table2 |"))
-    last = max(i for i, l in enumerate(lines) if l.startswith("| narayanan2021 |"))
+    last = max(i for i, l in enumerate(lines) if any(l.startswith(f"| {s} |") for s in SUITE_ORDER))
     lines[first:last + 1] = table
     c0 = next(i for i, l in enumerate(lines) if l.startswith("- **") and "Communicator init" in l)
     c1 = c0

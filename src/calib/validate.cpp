@@ -30,6 +30,9 @@ double metric_of(const StepReport& r, const std::string& metric) {
   if (metric == "mfu") return r.mfu;
   if (metric == "hfu") return r.hfu;
   if (metric == "tokens_per_s") return r.tokens_per_s;
+  if (metric == "layer_forward_ms") return 1e3 * r.layer_time.forward_s;
+  if (metric == "layer_backward_ms") return 1e3 * r.layer_time.backward_s;
+  if (metric == "layer_fwd_bwd_ms") return 1e3 * (r.layer_time.forward_s + r.layer_time.backward_s);
   throw InputError("published." + metric, "unknown metric in validation suite");
 }
 
@@ -129,6 +132,15 @@ void summarise(ValidationResult& r) {
           fmt("Transfer, Megatron-LM 1.7B-1T on 32-3,072 A100s (Narayanan 2021): worst HFU error %.2f points (bar: 3)",
               worst_narayanan));
   }
+  // Per-layer kernel + TP-collective times, held to Table 2's per-row bar.
+  double worst_layer_pct = -1;
+  for (const auto& c : r.cases)
+    if (c.suite == "korthikanti2022_layer") worst_layer_pct = std::max(worst_layer_pct, std::fabs(c.error_pct));
+  if (worst_layer_pct >= 0) {
+    check(s, "korthikanti2022_layer_time", worst_layer_pct <= 10.0,
+          fmt("Transfer, one 22B layer on 8 A100s (Korthikanti 2022 Table 4): worst time error %.2f%% (bar: 10%%)",
+              worst_layer_pct));
+  }
   bool init_ok = true, any_init = false;
   for (const auto& c : r.cases) {
     if (c.suite != "comm_init") continue;
@@ -152,12 +164,13 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"weak530b", "megascale-530b-weak.json"},
                                           {"comm_init", "megascale-comm-init.json"},
                                           {"korthikanti2022", "korthikanti-2022-530b.json"},
-                                          {"narayanan2021", "narayanan-2021-table1.json"}};
+                                          {"narayanan2021", "narayanan-2021-table1.json"},
+                                          {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"}};
   bool known = suite.empty();
   for (const auto& f : kFiles) known = known || suite == f[0];
   if (!known) {
     throw InputError("--suite", "unknown suite \"" + suite +
-                                    "\"; valid: table2, table3, weak530b, comm_init, korthikanti2022, narayanan2021");
+                                    "\"; valid: table2, table3, weak530b, comm_init, korthikanti2022, narayanan2021, korthikanti2022_layer");
   }
   // Every row, in file order. Simulated rows run through the scheduler (possibly in
   // parallel); the cases are assembled in file order afterwards, so the result never depends

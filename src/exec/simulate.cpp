@@ -67,6 +67,7 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
   StepReport r = opts.engine == EngineKind::Analytic ? estimate_step_analytic(job, costs)
                                                      : simulate_step_des(job, costs, catalog, opts);
   fill_derived_fields(job, r);
+  r.layer_time = LayerTime{costs.layer_fwd_s, costs.layer_bwd_s};
   r.startup_s = communicator_startup_s(job, catalog);
   return r;
 }

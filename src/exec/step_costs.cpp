@@ -146,6 +146,10 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const TpOverlapConfig ov{sys.tp_overlap, sys.tp_overlap_chunks, slowdown};
 
   StepCosts c;
+  const OverlapResult layer_f = apply_tp_overlap(fwd, ov);
+  const OverlapResult layer_b = apply_tp_overlap(bwd, ov);
+  c.layer_fwd_s = fwd.compute_s + layer_f.exposed_s + fwd.cp_comm_s;
+  c.layer_bwd_s = bwd.compute_s + layer_b.exposed_s + bwd.cp_comm_s;
   c.pp = pp;
   c.vpp = vpp;
   c.dp = dp;

@@ -44,6 +44,7 @@ nlohmann::json to_json(const StepReport& r) {
   }
   j["startup_s"] = r.startup_s;
   j["breakdown_s"] = breakdown_to_json(r.breakdown);
+  j["layer_time_s"] = {{"forward", r.layer_time.forward_s}, {"backward", r.layer_time.backward_s}};
   j["memory"] = {{"peak_bytes_per_gpu", r.memory.total_bytes()},
                  {"capacity_bytes", r.memory_capacity_bytes},
                  {"fits", r.memory_fits},
@@ -128,6 +129,12 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   share(out, "optimizer", r.breakdown.optimizer_s, t);
   share(out, "data loading", r.breakdown.data_loading_s, t);
   share(out, "other", r.breakdown.other_s, t);
+  {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  one layer, one micro-batch: forward %.2f ms, backward %.2f ms\n",
+                  1e3 * r.layer_time.forward_s, 1e3 * r.layer_time.backward_s);
+    out << buf;
+  }
   out << "  memory per GPU: " << format_bytes(r.memory.total_bytes()) << " of "
       << format_bytes(r.memory_capacity_bytes) << (r.memory_fits ? " (fits)" : " (DOES NOT FIT)")
       << "\n";

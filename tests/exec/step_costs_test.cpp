@@ -67,6 +67,24 @@ TEST(StepCosts, FullRecomputeAddsBackwardWork) {
   EXPECT_GT(full.chunks[1][1].bwd_compute_s, none.chunks[1][1].bwd_compute_s * 1.2);
 }
 
+// The per-layer times are the chunk times divided by its layers (for a chunk with neither the
+// embedding nor the LM head), and full recomputation adds exactly one forward to the backward.
+TEST(StepCosts, LayerTimeIsTheChunkTimePerLayer) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  for (const char* overlap : {"system.tp_overlap=false", "system.tp_overlap=true"}) {
+    const auto c = compute_step_costs(bundled({overlap}), catalog);
+    const auto& ch = c.chunks[3][2];
+    ASSERT_FALSE(ch.has_embedding || ch.has_lm_head);
+    EXPECT_NEAR(ch.fwd_s(), ch.layers * c.layer_fwd_s, 1e-12) << overlap;
+    EXPECT_NEAR(ch.bwd_s(), ch.layers * c.layer_bwd_s, 1e-12) << overlap;
+    EXPECT_GT(c.layer_bwd_s, c.layer_fwd_s);
+  }
+  const auto none = compute_step_costs(bundled(), catalog);
+  const auto full = compute_step_costs(bundled({"training.recompute=\"full\""}), catalog);
+  EXPECT_NEAR(full.layer_bwd_s - none.layer_bwd_s, none.layer_fwd_s, 1e-12);
+  EXPECT_DOUBLE_EQ(full.layer_fwd_s, none.layer_fwd_s);
+}
+
 TEST(StepCosts, AnalyticAndDesEnginesAgreeWithoutContention) {
   // 64 GPUs on one ToR: no cross-ToR traffic, so the two engines must agree within 5%.
   const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "golden_support.hpp"
 
@@ -122,6 +123,25 @@ TEST(Cli, ValidateNarayananTransferSuite) {
     EXPECT_NEAR(c["predicted"].get<double>() / c["published"].get<double>(), 1.0, 0.25) << c["name"];
   }
   ASSERT_TRUE(j["summary"].contains("narayanan2021_hfu"));
+}
+
+// Korthikanti et al. 2022, Table 4: one 22B layer on 8 A100s, forward / backward / combined.
+// Checks the kernel and NVLink-collective model alone, and that recomputation moves the layer
+// the published way: full recompute adds about one forward to the backward, selective far less.
+TEST(Cli, ValidateKorthikantiLayerSuite) {
+  const auto r = run({"validate", "--suite", "korthikanti2022_layer", "--engine", "analytic", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 15u);
+  std::map<std::string, double> bwd;
+  for (const auto& c : j["cases"]) {
+    EXPECT_NEAR(c["predicted"].get<double>() / c["published"].get<double>(), 1.0, 0.10) << c["name"];
+    if (c["metric"] == "layer_backward_ms") bwd[c["name"].get<std::string>()] = c["predicted"].get<double>();
+  }
+  const double base = bwd.at("Baseline no recompute");
+  EXPECT_NEAR(bwd.at("Baseline with (full) recompute") - base, 7.7, 0.5);
+  EXPECT_NEAR(bwd.at("Selective recompute") - base, 13.2 - 11.9, 0.5);
+  EXPECT_TRUE(j["summary"]["korthikanti2022_layer_time"]["pass"].get<bool>());
 }
 
 TEST(Cli, ValidateResultDoesNotDependOnJobs) {

@@ -41,6 +41,12 @@ struct StepCosts {
   std::int64_t micro_batches = 1;        // per pipeline per step
   std::vector<std::vector<ChunkCosts>> chunks;  // [stage][chunk]
 
+  // One transformer layer, one micro-batch, on one GPU: kernels plus the TP/CP communication
+  // left exposed after TP overlap (backward includes the recomputed forward). What a profiler
+  // shows per layer, and what Korthikanti et al. 2022 Table 4 publishes.
+  double layer_fwd_s = 0;
+  double layer_bwd_s = 0;
+
   // Pipeline point-to-point: activations (or their gradients) between adjacent chunks.
   double p2p_bytes = 0;                  // bytes per GPU per boundary per micro-batch
   int p2p_nics = 1;                      // NICs a boundary transfer is spread over (scatter-gather)

@@ -28,6 +28,13 @@ struct StepBreakdown {
 };
 
 
+// One transformer layer, one micro-batch, on one GPU, including the TP/CP communication left
+// exposed (backward includes any recomputed forward): the per-layer time a profiler shows.
+struct LayerTime {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
 struct PlanSummary {
   int tp = 1, pp = 1, vpp = 1, cp = 1;
   std::int64_t dp = 1;
@@ -65,6 +72,7 @@ struct StepReport {
   std::optional<double> time_to_train_days;
   std::int64_t num_gpus = 0;
   StepBreakdown breakdown;
+  LayerTime layer_time;
   MemoryBreakdown memory;
   double memory_capacity_bytes = 0;
   bool memory_fits = true;
