@@ -38,6 +38,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   };
   flag("tp_overlap", s.tp_overlap);
   s.tp_overlap_chunks = small_int(r.int_opt("tp_overlap_chunks", 1, 1024), s.tp_overlap_chunks);
+  flag("tp_async_backward", s.tp_async_backward);
   flag("pp_overlap", s.pp_overlap);
   flag("dp_overlap", s.dp_overlap);
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "megasim/coll/cost_model.hpp"
@@ -47,7 +48,25 @@ struct Context {
   const NcclModel& nccl;
   CollGroupShape tp_group;
   CollGroupShape cp_group;
+  double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
 };
+
+// A collective Megatron runs beside backward GEMMs takes max(comm, GEMMs) on the critical path,
+// and slows those GEMMs while they share the SMs: its exposed part.
+double async_exposed_s(double comm_s, double beside_gemm_s, double slowdown) {
+  return std::max(0.0, comm_s - beside_gemm_s) + slowdown * std::min(comm_s, beside_gemm_s);
+}
+
+// The backward GEMMs a Megatron-async collective runs beside (see LayerOp::async_beside).
+double beside_gemm_s(const LayerOp& op, const std::map<std::string, double>& gemm_s) {
+  const char* suffix = op.kind == OpKind::TpAllGather ? "_dgrad" : "_wgrad";
+  double s = 0;
+  for (const auto& linear : op.async_beside) {
+    const auto it = gemm_s.find(linear + suffix);
+    if (it != gemm_s.end()) s += it->second;
+  }
+  return s;
+}
 
 // Token chunks the FFN path runs in: with TP overlap its GEMMs and their fused collectives are
 // split along the token dimension into `tp_overlap_chunks` pieces (MegaScale section 3.2).
@@ -67,6 +86,7 @@ double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = ffn_chunks(c.job);
+  std::map<std::string, double> gemm_s;  // backward GEMM times by name, for async collectives
   for (const auto& op : ops) {
     if (!is_communication(op.kind)) {
       // FFN-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
@@ -78,6 +98,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       t.compute_s += s;
       t.kernels += chunked ? op.kernels * chunks : op.kernels;
       if (op.kind == OpKind::Gemm && op.ffn_path) t.ffn_gemm_s += s;
+      if (op.kind == OpKind::Gemm) gemm_s[op.name] = s;
       continue;
     }
     if (op.kind == OpKind::CpExchange) {
@@ -89,6 +110,15 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     if (c.tp_group.ranks <= 1) continue;
     // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
     // collective's latency and runs at the (lower) bandwidth of its smaller message.
+    // MegaScale's chunked overlap takes the FFN-path collectives; Megatron's asynchronous
+    // backward collectives off that path run beside their linear's other GEMM.
+    const bool chunk_overlapped = c.job.system.tp_overlap && op.ffn_path;
+    if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
+      const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);
+      t.async_comm_s += s;
+      t.async_exposed_s += async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
+      continue;
+    }
     const int pieces = op.ffn_path ? chunks : 1;
     const double s = pieces * collective_time_s(comm_op_of(op.kind), op.comm_bytes / pieces, c.tp_group,
                                                 c.job.cluster, c.nccl);
@@ -132,7 +162,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const HardwareProfile& hw = data.hw;
   const NcclModel& nccl = data.nccl;
 
-  Context ctx{job, hw, nccl, group_shape(tp, 1, gpn), group_shape(cp, tp, gpn)};
+  const double slowdown = overlap_compute_slowdown(hw) - 1.0;  // SMs lost to NCCL kernels
+  Context ctx{job, hw, nccl, group_shape(tp, 1, gpn), group_shape(cp, tp, gpn), slowdown};
 
   // One layer, one micro-batch.
   const PassTimes fwd = time_ops(ctx, layer_forward_ops(job));
@@ -142,14 +173,13 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const PassTimes emb_b = time_ops(ctx, embedding_backward_ops(job));
   const PassTimes head_f = time_ops(ctx, lm_head_forward_ops(job));
   const PassTimes head_b = time_ops(ctx, lm_head_backward_ops(job));
-  const double slowdown = overlap_compute_slowdown(hw) - 1.0;  // SMs lost to NCCL kernels
   const TpOverlapConfig ov{sys.tp_overlap, sys.tp_overlap_chunks, slowdown};
 
   StepCosts c;
   const OverlapResult layer_f = apply_tp_overlap(fwd, ov);
   const OverlapResult layer_b = apply_tp_overlap(bwd, ov);
-  c.layer_fwd_s = fwd.compute_s + layer_f.exposed_s + fwd.cp_comm_s;
-  c.layer_bwd_s = bwd.compute_s + layer_b.exposed_s + bwd.cp_comm_s;
+  c.layer_fwd_s = fwd.compute_s + layer_f.exposed_s + fwd.async_exposed_s + fwd.cp_comm_s;
+  c.layer_bwd_s = bwd.compute_s + layer_b.exposed_s + bwd.async_exposed_s + bwd.cp_comm_s;
   c.pp = pp;
   c.vpp = vpp;
   c.dp = dp;
@@ -181,10 +211,10 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
       const OverlapResult ob = apply_tp_overlap(b, ov);
       ch.fwd_compute_s = f.compute_s;
       ch.bwd_compute_s = b.compute_s;
-      ch.fwd_tp_comm_s = f.ffn_comm_s + f.other_comm_s;
-      ch.bwd_tp_comm_s = b.ffn_comm_s + b.other_comm_s;
-      ch.fwd_tp_exposed_s = of.exposed_s;
-      ch.bwd_tp_exposed_s = ob.exposed_s;
+      ch.fwd_tp_comm_s = f.ffn_comm_s + f.other_comm_s + f.async_comm_s;
+      ch.bwd_tp_comm_s = b.ffn_comm_s + b.other_comm_s + b.async_comm_s;
+      ch.fwd_tp_exposed_s = of.exposed_s + f.async_exposed_s;
+      ch.bwd_tp_exposed_s = ob.exposed_s + b.async_exposed_s;
       ch.fwd_cp_exposed_s = f.cp_comm_s;  // K/V ring exchange is on the critical path
       ch.bwd_cp_exposed_s = b.cp_comm_s;
       ch.param_bytes = 0;

@@ -17,6 +17,8 @@ struct PassTimes {
   double ffn_gemm_s = 0;    // the GEMMs TP communication can be fused with (FFN path)
   double ffn_comm_s = 0;    // TP collectives fused with those GEMMs when overlap is on
   double other_comm_s = 0;  // TP collectives that stay exposed
+  double async_comm_s = 0;     // TP collectives run beside a backward GEMM (Megatron async)
+  double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
   int kernels = 0;          // kernel launches
   PassTimes scaled(int n) const {
@@ -25,6 +27,8 @@ struct PassTimes {
     t.ffn_gemm_s *= n;
     t.ffn_comm_s *= n;
     t.other_comm_s *= n;
+    t.async_comm_s *= n;
+    t.async_exposed_s *= n;
     t.cp_comm_s *= n;
     t.kernels *= n;
     return t;
@@ -34,6 +38,8 @@ struct PassTimes {
     ffn_gemm_s += o.ffn_gemm_s;
     ffn_comm_s += o.ffn_comm_s;
     other_comm_s += o.other_comm_s;
+    async_comm_s += o.async_comm_s;
+    async_exposed_s += o.async_exposed_s;
     cp_comm_s += o.cp_comm_s;
     kernels += o.kernels;
     return *this;

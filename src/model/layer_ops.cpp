@@ -225,16 +225,22 @@ void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, st
 
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
 // with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
-void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool ffn) {
+// Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
+// all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
+void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool ffn,
+                      const std::vector<std::string>& linears) {
   if (x.t <= 1) return;
   if (x.sp) {
     ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
                        dd(x.tokens) * dd(x.h) * x.e, ffn));
+    ops.back().async_beside = linears;
     ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
                        dd(x.tokens) * dd(x.h) * x.e, ffn));
+    ops.back().async_beside = linears;
   } else {
     ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce,
                        dd(x.tokens) * dd(x.h) * x.e, ffn));
+    ops.back().async_beside = linears;
   }
 }
 
@@ -255,7 +261,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
     add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
-    add_col_bwd_comm(ops, x, "shared", ffn);
+    add_col_bwd_comm(ops, x, "shared", ffn, {"fc1", "qkv"});
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
@@ -264,7 +270,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
   ops.push_back(act_bwd(x));
   add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
-  add_col_bwd_comm(ops, x, "mlp", ffn);
+  add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"});
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   ops.push_back(bda_bwd(x, "bias_dropout_add_attn_bwd"));
   add_ag(ops, x, "tp_all_gather_grad_attn", false);
@@ -272,7 +278,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
-  add_col_bwd_comm(ops, x, "attn", false);
+  add_col_bwd_comm(ops, x, "attn", false, {"qkv"});
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }
@@ -331,7 +337,7 @@ std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
   const double logits = dd(x.tokens) * dd(x.vocab_local);
   ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
   add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false);
-  add_col_bwd_comm(ops, x, "head", false);
+  add_col_bwd_comm(ops, x, "head", false, {"lm_head"});
   ops.push_back(norm_bwd(x, "final_norm_bwd"));
   return ops;
 }

@@ -85,6 +85,31 @@ TEST(StepCosts, LayerTimeIsTheChunkTimePerLayer) {
   EXPECT_DOUBLE_EQ(full.layer_fwd_s, none.layer_fwd_s);
 }
 
+// Megatron's asynchronous backward collectives (system.tp_async_backward) run beside a GEMM:
+// the backward gets shorter, its serial TP traffic does not change, the forward is untouched;
+// under MegaScale's TP overlap with the parallel block every layer collective is already
+// chunk-pipelined, so the switch changes no layer time there.
+TEST(StepCosts, AsyncBackwardCollectivesHideBehindTheirGemms) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const std::vector<std::string> megatron = {"system.preset=\"megatron-lm\"", "model.use_parallel_residual=false"};
+  auto with = [&](std::vector<std::string> sets, const char* async) {
+    sets.push_back(async);
+    return compute_step_costs(bundled(sets), catalog);
+  };
+  const auto off = with(megatron, "system.tp_async_backward=false");
+  const auto on = with(megatron, "system.tp_async_backward=true");
+  EXPECT_DOUBLE_EQ(on.layer_fwd_s, off.layer_fwd_s);
+  EXPECT_LT(on.layer_bwd_s, off.layer_bwd_s * 0.97);
+  EXPECT_DOUBLE_EQ(on.chunks[3][2].bwd_tp_comm_s, off.chunks[3][2].bwd_tp_comm_s);
+  EXPECT_LT(on.chunks[3][2].bwd_tp_exposed_s, off.chunks[3][2].bwd_tp_exposed_s);
+  // Hidden, not free: the exposed part keeps at least the SM-sharing slow-down.
+  EXPECT_GT(on.chunks[3][2].bwd_tp_exposed_s, 0.0);
+
+  const auto ms_off = with({}, "system.tp_async_backward=false");
+  const auto ms_on = with({}, "system.tp_async_backward=true");
+  EXPECT_DOUBLE_EQ(ms_on.layer_bwd_s, ms_off.layer_bwd_s);
+}
+
 TEST(StepCosts, AnalyticAndDesEnginesAgreeWithoutContention) {
   // 64 GPUs on one ToR: no cross-ToR traffic, so the two engines must agree within 5%.
   const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");

@@ -114,6 +114,37 @@ TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
   for (const auto& op : layer_forward_ops(j)) EXPECT_FALSE(op.weight_gradient) << op.name;
 }
 
+// Megatron's asynchronous backward collectives are exactly the column-parallel ones (with SP:
+// the wgrad input all-gather and the dgrad reduce-scatter; without: the dgrad all-reduce), and
+// each names backward GEMMs of this layer to run beside; the row-parallel output-gradient
+// all-gathers stay synchronous.
+TEST(LayerOps, AsyncBackwardCollectivesNameTheirColumnParallelLinears) {
+  for (const bool sp : {true, false}) {
+    for (const bool ptb : {true, false}) {
+      JobSpec j = gpt175b_megascale();
+      j.parallel.sequence_parallel = sp;
+      j.model.use_parallel_residual = ptb;
+      const auto ops = layer_backward_ops(j);
+      int async = 0;
+      for (const auto& op : ops) {
+        if (op.async_beside.empty()) continue;
+        ++async;
+        EXPECT_TRUE(op.kind == (sp ? (op.name.find("all_gather") != std::string::npos ? OpKind::TpAllGather
+                                                                                       : OpKind::TpReduceScatter)
+                                   : OpKind::TpAllReduce)) << op.name;
+        for (const auto& linear : op.async_beside) {
+          int found = 0;
+          for (const auto& g : ops) found += g.name == linear + "_dgrad" || g.name == linear + "_wgrad";
+          EXPECT_EQ(found, 2) << op.name << " beside " << linear;
+        }
+      }
+      // Column-parallel inputs per layer: one (PTB's shared input) or two (attention, MLP).
+      EXPECT_EQ(async, (ptb ? 1 : 2) * (sp ? 2 : 1)) << "sp " << sp << " ptb " << ptb;
+      for (const auto& op : layer_forward_ops(j)) EXPECT_TRUE(op.async_beside.empty()) << op.name;
+    }
+  }
+}
+
 TEST(Memory, KorthikantiActivations) {
   JobSpec j = gpt175b_megascale();
   // Flash + SP: 34*s*b*h/t = 34*2048*12288/8 = 106,954,752 bytes.

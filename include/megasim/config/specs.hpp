@@ -113,6 +113,10 @@ struct SystemSpec {
   std::string preset = "megatron-lm";
   bool tp_overlap = false;            // GEMMs chunked and pipelined with AG/RS on a 2nd stream
   int tp_overlap_chunks = 4;
+  // Megatron-LM's backward of a column-parallel linear: the dgrad all-reduce (with SP: the
+  // input all-gather and the dgrad reduce-scatter) runs asynchronously beside the linear's
+  // other backward GEMM (Megatron-LM's async_tensor_model_parallel_allreduce; see the presets).
+  bool tp_async_backward = false;
   bool pp_overlap = false;            // decoupled async send/recv in warm-up/cool-down
   bool dp_overlap = false;            // ZeRO AG before each chunk's forward, RS after its backward
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading

@@ -44,6 +44,10 @@ struct LayerOp {
   bool ffn_path = false;          // on MegaScale's fused-overlap path (AG+FC1, FC2+RS)
   bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
                                   // layer GEMM has the tokens as its rows (m)
+  // Backward collectives of a column-parallel linear that Megatron issues asynchronously: the
+  // linears (GEMM name prefixes) whose dgrad GEMMs (for an all-gather) or wgrad GEMMs (for a
+  // reduce-scatter / all-reduce) run beside it. Empty for every other op.
+  std::vector<std::string> async_beside;
 };
 
 // One layer, one micro-batch, this rank. Forward, backward (dgrad + wgrad per GEMM, reverse
