@@ -108,8 +108,6 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       continue;
     }
     if (c.tp_group.ranks <= 1) continue;
-    // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
-    // collective's latency and runs at the (lower) bandwidth of its smaller message.
     // MegaScale's chunked overlap takes the FFN-path collectives; Megatron's asynchronous
     // backward collectives off that path run beside their linear's other GEMM.
     const bool chunk_overlapped = c.job.system.tp_overlap && op.ffn_path;
@@ -119,6 +117,8 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       t.async_exposed_s += async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
       continue;
     }
+    // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
+    // collective's latency and runs at the (lower) bandwidth of its smaller message.
     const int pieces = op.ffn_path ? chunks : 1;
     const double s = pieces * collective_time_s(comm_op_of(op.kind), op.comm_bytes / pieces, c.tp_group,
                                                 c.job.cluster, c.nccl);
