@@ -98,7 +98,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       t.compute_s += s;
       t.kernels += chunked ? op.kernels * chunks : op.kernels;
       if (op.kind == OpKind::Gemm && op.ffn_path) t.ffn_gemm_s += s;
-      if (op.kind == OpKind::Gemm) gemm_s[op.name] = s;
+      if (op.kind == OpKind::Gemm && c.job.system.tp_async_backward) gemm_s[op.name] = s;
       continue;
     }
     if (op.kind == OpKind::CpExchange) {
@@ -128,6 +128,21 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).
   t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
   return t;
+}
+
+// The critical-path times of a forward and a backward pass (compute, exposed TP after overlap,
+// exposed CP) as a chunk records them; layout fields are left to the caller.
+ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov) {
+  ChunkCosts ch;
+  ch.fwd_compute_s = f.compute_s;
+  ch.bwd_compute_s = b.compute_s;
+  ch.fwd_tp_comm_s = f.tp_comm_s();
+  ch.bwd_tp_comm_s = b.tp_comm_s();
+  ch.fwd_tp_exposed_s = apply_tp_overlap(f, ov).exposed_s;
+  ch.bwd_tp_exposed_s = apply_tp_overlap(b, ov).exposed_s;
+  ch.fwd_cp_exposed_s = f.cp_comm_s;  // K/V ring exchange is on the critical path
+  ch.bwd_cp_exposed_s = b.cp_comm_s;
+  return ch;
 }
 
 }  // namespace
@@ -176,10 +191,9 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const TpOverlapConfig ov{sys.tp_overlap, sys.tp_overlap_chunks, slowdown};
 
   StepCosts c;
-  const OverlapResult layer_f = apply_tp_overlap(fwd, ov);
-  const OverlapResult layer_b = apply_tp_overlap(bwd, ov);
-  c.layer_fwd_s = fwd.compute_s + layer_f.exposed_s + fwd.async_exposed_s + fwd.cp_comm_s;
-  c.layer_bwd_s = bwd.compute_s + layer_b.exposed_s + bwd.async_exposed_s + bwd.cp_comm_s;
+  const ChunkCosts one_layer = pass_costs(fwd, bwd, ov);
+  c.layer_fwd_s = one_layer.fwd_s();
+  c.layer_bwd_s = one_layer.bwd_s();
   c.pp = pp;
   c.vpp = vpp;
   c.dp = dp;
@@ -190,34 +204,26 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
     const auto stage_layers = static_cast<int>(layers_on_stage(job, s));
     std::vector<ChunkCosts> chunks;
     for (int v = 0; v < vpp; ++v) {
-      ChunkCosts ch;
-      ch.first_layer = first_layer;
       // Layers spread over the chunks as evenly as the split allows (validated to divide).
-      ch.layers = stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
-      first_layer += ch.layers;
-      ch.has_embedding = s == 0 && v == 0;
-      ch.has_lm_head = s == pp - 1 && v == vpp - 1;
-      PassTimes f = fwd.scaled(ch.layers);
-      PassTimes b = bwd.scaled(ch.layers);
-      if (ch.has_embedding) {
+      const int layers = stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
+      const bool has_embedding = s == 0 && v == 0;
+      const bool has_lm_head = s == pp - 1 && v == vpp - 1;
+      PassTimes f = fwd.scaled(layers);
+      PassTimes b = bwd.scaled(layers);
+      if (has_embedding) {
         f += emb_f;
         b += emb_b;
       }
-      if (ch.has_lm_head) {
+      if (has_lm_head) {
         f += head_f;
         b += head_b;
       }
-      const OverlapResult of = apply_tp_overlap(f, ov);
-      const OverlapResult ob = apply_tp_overlap(b, ov);
-      ch.fwd_compute_s = f.compute_s;
-      ch.bwd_compute_s = b.compute_s;
-      ch.fwd_tp_comm_s = f.ffn_comm_s + f.other_comm_s + f.async_comm_s;
-      ch.bwd_tp_comm_s = b.ffn_comm_s + b.other_comm_s + b.async_comm_s;
-      ch.fwd_tp_exposed_s = of.exposed_s + f.async_exposed_s;
-      ch.bwd_tp_exposed_s = ob.exposed_s + b.async_exposed_s;
-      ch.fwd_cp_exposed_s = f.cp_comm_s;  // K/V ring exchange is on the critical path
-      ch.bwd_cp_exposed_s = b.cp_comm_s;
-      ch.param_bytes = 0;
+      ChunkCosts ch = pass_costs(f, b, ov);
+      ch.first_layer = first_layer;
+      ch.layers = layers;
+      ch.has_embedding = has_embedding;
+      ch.has_lm_head = has_lm_head;
+      first_layer += layers;
       chunks.push_back(ch);
     }
     c.chunks.push_back(std::move(chunks));

@@ -7,7 +7,7 @@ namespace megasim {
 OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg) {
   OverlapResult r;
   if (!cfg.enabled || t.ffn_comm_s <= 0) {
-    r.exposed_s = t.ffn_comm_s + t.other_comm_s;
+    r.exposed_s = t.ffn_comm_s + t.other_comm_s + t.async_exposed_s;
     return r;
   }
   const double k = std::max(1, cfg.chunks);
@@ -16,7 +16,7 @@ OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg) {
   const double comm = t.ffn_comm_s, gemm = t.ffn_gemm_s;
   const double pipelined = comm / k + (k - 1) / k * std::max(comm, gemm) + gemm / k;
   const double overlapped = std::min(comm * (k - 1) / k, gemm);
-  r.exposed_s = (pipelined - gemm) + cfg.slowdown * overlapped + t.other_comm_s;
+  r.exposed_s = (pipelined - gemm) + cfg.slowdown * overlapped + t.other_comm_s + t.async_exposed_s;
   return r;
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 // Tensor-parallel communication and how much of it MegaScale's overlap hides (§3.2, Fig. 3).
 //
+// Megatron's asynchronous backward collectives (PassTimes::async_*) are priced where the op
+// list is timed, beside their own GEMMs; their exposed part is added here either way.
+//
 // Without overlap every TP collective sits on the critical path. With overlap, the all-gather
 // and reduce-scatter on the FFN path are fused into their parallel linears and the GEMM is
 // split into `chunks` pieces pipelined with the communication on a second stream: the first
@@ -21,6 +24,7 @@ struct PassTimes {
   double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
   int kernels = 0;          // kernel launches
+  double tp_comm_s() const { return ffn_comm_s + other_comm_s + async_comm_s; }  // serial TP time
   PassTimes scaled(int n) const {
     PassTimes t = *this;
     t.compute_s *= n;
@@ -53,7 +57,7 @@ struct TpOverlapConfig {
 };
 
 struct OverlapResult {
-  double exposed_s = 0;  // communication time (plus contention) left on the critical path
+  double exposed_s = 0;  // TP communication time (plus contention) left on the critical path
 };
 
 OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg);
