@@ -54,7 +54,14 @@ TEST(CliErrors, MalformedUnitNamesField) {
 TEST(CliErrors, UnknownListKind) { expect_one_line_error(run({"list", "toasters"}), "KIND"); }
 
 TEST(CliErrors, UnknownValidationSuite) {
-  expect_one_line_error(run({"validate", "--suite", "table9"}), "--suite");
+  const auto r = run({"validate", "--suite", "table9"});
+  expect_one_line_error(r, "--suite");
+  EXPECT_NE(r.err.find("korthikanti2022_layer"), std::string::npos) << r.err;  // lists the suites
+}
+
+TEST(CliErrors, NonBooleanSystemSwitchNamesField) {
+  expect_one_line_error(run({"simulate", "megascale-175b-12288", "--set", "system.tp_async_backward=3"}),
+                        "system.tp_async_backward");
 }
 
 TEST(CliErrors, HelpAndVersionSucceed) {
