@@ -60,10 +60,20 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
 
   // Data parallelism. Without overlap the gradient reduction follows the last backward and
   // the parameter all-gather follows the optimizer (ZeRO >= 1). With MegaScale's overlap
-  // each chunk's collectives hide behind other chunks' compute; only the last chunk's
-  // reduce-scatter (1/v of it) and, unless prefetched under data loading, the first chunk's
-  // all-gather stay exposed (MegaScale §3.2: "a factor of 1/(2*vpp_size)").
+  // each chunk's collectives hide behind other chunks' compute; only the reduce-scatter of the
+  // chunk whose backward comes last and, unless prefetched under data loading, the all-gather
+  // of the chunk whose forward comes first stay exposed: chunk 0 both times, about 1/v of the
+  // bytes each (MegaScale §3.2: "a factor of 1/(2*vpp_size)"), more on the embedding's stage.
   const double pipeline_busy_s = m * worst.compute_s;
+  // Chunk 0's share of its stage's DP bytes, the largest over stages: its backward ends the
+  // step (its reduce-scatter is the exposed one) and its forward starts it (the first gather).
+  double first_chunk_share = 0;
+  for (const auto& stage : c.chunks) {
+    double total = 0;
+    for (const auto& ch : stage) total += ch.param_bytes;
+    const double share = total > 0 ? stage.front().param_bytes / total : 1.0 / static_cast<double>(stage.size());
+    first_chunk_share = std::max(first_chunk_share, share);
+  }
   double dp_exposed_s = c.dp_reduce_time_s + c.dp_gather_time_s;
   double dp_hidden_s = 0;
   if (job.parallel.zero_stage == 3 && c.dp > 1) {
@@ -71,14 +81,14 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
     // pass of every micro-batch (2m full gathers per step), prefetched ahead of the pass: the
     // gathers hide behind compute while they take less time than it, except the first one;
     // the gradients' reduce-scatter follows each chunk's last backward as with DP overlap.
-    const double v = static_cast<double>(c.vpp);
     const double one_gather_s = c.dp_gather_time_s / 2.0;  // StepCosts counts forward + backward
     const double gathers_s = 2.0 * m * one_gather_s;
-    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) + one_gather_s / v + c.dp_reduce_time_s / v;
+    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) +
+                   (one_gather_s + c.dp_reduce_time_s) * first_chunk_share;
     dp_hidden_s = gathers_s + c.dp_reduce_time_s - dp_exposed_s;
   } else if (sys.dp_overlap && c.dp > 1) {
-    const double v = static_cast<double>(c.vpp);
-    dp_exposed_s = c.dp_reduce_time_s / v + (sys.dp_prefetch_first_all_gather ? 0.0 : c.dp_gather_time_s / v);
+    dp_exposed_s = (c.dp_reduce_time_s + (sys.dp_prefetch_first_all_gather ? 0.0 : c.dp_gather_time_s)) *
+                   first_chunk_share;
     dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
   // Hidden communication is not free: its kernels share SMs and HBM with compute.

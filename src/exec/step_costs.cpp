@@ -145,6 +145,8 @@ ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapCon
   return ch;
 }
 
+constexpr double kWeightBytesPerParam = 2.0;  // 16-bit weights, as ZeRO all-gathers them
+
 }  // namespace
 
 struct StepCostData {
@@ -219,6 +221,12 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
         b += head_b;
       }
       ChunkCosts ch = pass_costs(f, b, ov);
+      // Its share of the stage's DP traffic: the first stage's first chunk also carries the
+      // embedding, the last stage's last chunk the LM head.
+      ch.param_bytes = kWeightBytesPerParam *
+                       (layers * layer_parameters_per_tp_rank(job.model, tp) +
+                        (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
+                        (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
       ch.first_layer = first_layer;
       ch.layers = layers;
       ch.has_embedding = has_embedding;
@@ -247,9 +255,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   double stage_params = 0;
   for (int s = 0; s < pp; ++s) stage_params = std::max(stage_params, parameters_per_gpu(job, s));
   const double grad_bytes_per_param = sys.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  const double weight_bytes_per_param = 2.0;
   c.dp_grad_reduce_bytes = stage_params * grad_bytes_per_param;
-  c.dp_param_gather_bytes = par.zero_stage >= 1 ? stage_params * weight_bytes_per_param : 0.0;
+  c.dp_param_gather_bytes = par.zero_stage >= 1 ? stage_params * kWeightBytesPerParam : 0.0;
   const std::int64_t dp_stride =
       static_cast<std::int64_t>(tp) * cp * (par.placement == PlacementOrder::DpFirst ? 1 : pp);
   const CollGroupShape dp_group = group_shape(dp, dp_stride, gpn);

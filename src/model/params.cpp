@@ -78,22 +78,30 @@ std::int64_t layers_on_stage(const JobSpec& job, int stage) {
   return middle > 0 ? rest / middle : 0;
 }
 
-double parameters_per_gpu(const JobSpec& job, int stage) {
+double embedding_parameters_per_gpu(const JobSpec& job) {
+  const ModelSpec& m = job.model;
+  const int t = std::max(1, job.parallel.tensor_model_parallel_size);
+  double params = d(padded_vocab_size(m, t)) / t * d(m.hidden_size);
+  if (m.max_position_embeddings > 0 && !m.rope) params += d(m.max_position_embeddings) * d(m.hidden_size);
+  return params;
+}
+
+double lm_head_parameters_per_gpu(const JobSpec& job) {
   const ModelSpec& m = job.model;
   const int t = std::max(1, job.parallel.tensor_model_parallel_size);
   const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
-  double params = d(layers_on_stage(job, stage)) * layer_parameters_per_tp_rank(m, t);
-  const double vocab_shard = d(padded_vocab_size(m, t)) / t * d(m.hidden_size);
-  if (stage == 0) {
-    params += vocab_shard;
-    if (m.max_position_embeddings > 0 && !m.rope)
-      params += d(m.max_position_embeddings) * d(m.hidden_size);
-  }
-  if (stage == p - 1) {
-    params += norm_params(m);
-    // Untied: own head. Tied with PP > 1: Megatron keeps a synchronised copy on the last stage.
-    if (!m.tie_word_embeddings || p > 1) params += vocab_shard;
-  }
+  double params = norm_params(m);
+  // Untied: own head. Tied with PP > 1: Megatron keeps a synchronised copy on the last stage.
+  if (!m.tie_word_embeddings || p > 1) params += d(padded_vocab_size(m, t)) / t * d(m.hidden_size);
+  return params;
+}
+
+double parameters_per_gpu(const JobSpec& job, int stage) {
+  const int t = std::max(1, job.parallel.tensor_model_parallel_size);
+  const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
+  double params = d(layers_on_stage(job, stage)) * layer_parameters_per_tp_rank(job.model, t);
+  if (stage == 0) params += embedding_parameters_per_gpu(job);
+  if (stage == p - 1) params += lm_head_parameters_per_gpu(job);
   return params;
 }
 

@@ -5,6 +5,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "megasim/model/params.hpp"
 
 namespace megasim {
 namespace {
@@ -32,6 +33,25 @@ TEST(StepCosts, ShapeOfTheMegaScalePlan) {
   EXPECT_GT(c.chunks[7][5].fwd_compute_s, c.chunks[7][4].fwd_compute_s);
   EXPECT_GT(c.dp_reduce_time_s, 0.0);
   EXPECT_GT(c.dp_gather_time_s, 0.0);
+}
+
+// Each chunk's parameter bytes (its share of the stage's DP traffic) add up to the stage's
+// parameters; the embedding and the LM head make their chunks heavier than a plain one.
+TEST(StepCosts, ChunkParameterBytesAddUpToTheStage) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const JobSpec job = bundled();
+  const auto c = compute_step_costs(job, catalog);
+  for (int s = 0; s < 8; ++s) {
+    double bytes = 0;
+    for (const auto& ch : c.chunks[static_cast<std::size_t>(s)]) bytes += ch.param_bytes;
+    EXPECT_NEAR(bytes, 2.0 * parameters_per_gpu(job, s), 1.0) << "stage " << s;
+  }
+  // On top of two layers: the word embedding, its vocabulary padded to a multiple of 128 x TP
+  // (64,512 x 12,288 / 8), and the learned positions (2,048 x 12,288, not split by TP).
+  EXPECT_NEAR(c.chunks[0][0].param_bytes - c.chunks[0][1].param_bytes,
+              2.0 * (64512.0 * 12288 / 8 + 2048.0 * 12288), 1.0);
+  EXPECT_GT(c.chunks[7][5].param_bytes, c.chunks[7][4].param_bytes);
+  EXPECT_DOUBLE_EQ(c.chunks[3][0].param_bytes, c.chunks[3][5].param_bytes);
 }
 
 TEST(StepCosts, OverlapShrinksExposedTpTime) {

@@ -31,4 +31,9 @@ std::int64_t layers_on_stage(const JobSpec& job, int stage);
 // tied embeddings and PP > 1 the last stage keeps its own copy of the embedding (Megatron).
 double parameters_per_gpu(const JobSpec& job, int stage);
 
+// The non-layer parts of parameters_per_gpu: what one GPU of the first stage holds for the
+// input embedding, and what one GPU of the last stage holds for the final norm and LM head.
+double embedding_parameters_per_gpu(const JobSpec& job);
+double lm_head_parameters_per_gpu(const JobSpec& job);
+
 }  // namespace megasim
