@@ -144,6 +144,27 @@ TEST(Cli, ValidateKorthikantiLayerSuite) {
   EXPECT_TRUE(j["summary"]["korthikanti2022_layer_time"]["pass"].get<bool>());
 }
 
+// --set is a what-if reading for every simulated row: it moves the predictions, is recorded in
+// the summary, and leaves the published values alone.
+TEST(Cli, ValidateSetAppliesToEveryRow) {
+  const auto plain = run({"validate", "--suite", "table3", "--engine", "analytic", "--json"});
+  const auto a100 = run({"validate", "--suite", "table3", "--engine", "analytic", "--json", "--set",
+                         "cluster.gpu=a100-sxm4-80gb"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(a100.code, 0) << a100.err;
+  const auto p = nlohmann::json::parse(plain.out);
+  const auto a = nlohmann::json::parse(a100.out);
+  ASSERT_EQ(p["cases"].size(), a["cases"].size());
+  for (std::size_t i = 0; i < p["cases"].size(); ++i) {
+    EXPECT_EQ(p["cases"][i]["published"], a["cases"][i]["published"]);
+    // The A100's wider NVLink shortens every row's exposed TP time.
+    EXPECT_GT(a["cases"][i]["predicted"].get<double>(), p["cases"][i]["predicted"].get<double>())
+        << a["cases"][i]["name"];
+  }
+  EXPECT_FALSE(p["summary"].contains("overrides"));
+  EXPECT_EQ(a["summary"]["overrides"], nlohmann::json::array({"cluster.gpu=a100-sxm4-80gb"}));
+}
+
 TEST(Cli, ValidateResultDoesNotDependOnJobs) {
   const auto one = run({"validate", "--engine", "analytic", "--jobs", "1", "--json"});
   const auto three = run({"validate", "--engine", "analytic", "--jobs", "3", "--json"});
