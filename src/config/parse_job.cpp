@@ -27,6 +27,8 @@ constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Ad
 constexpr std::array<EnumName<std::string_view>, 3> kAttentionKernels{{{"unfused", "unfused"},
                                                                       {"flash-v1", "flash-v1"},
                                                                       {"flash-v2", "flash-v2"}}};
+constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "ffn"},
+                                                                     {"all-linears", "all-linears"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpstore"}, {"redis", "redis"}}};
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
@@ -38,6 +40,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   };
   flag("tp_overlap", s.tp_overlap);
   s.tp_overlap_chunks = small_int(r.int_opt("tp_overlap_chunks", 1, 1024), s.tp_overlap_chunks);
+  if (const auto sc = r.enum_opt("tp_overlap_scope", kTpOverlapScopes)) s.tp_overlap_scope = *sc;
   flag("tp_async_backward", s.tp_async_backward);
   flag("pp_overlap", s.pp_overlap);
   flag("dp_overlap", s.dp_overlap);

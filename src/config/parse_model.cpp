@@ -11,7 +11,7 @@ namespace megasim::config_detail {
 
 namespace {
 
-constexpr std::array<EnumName<Activation>, 9> kActivations{{{"gelu", Activation::Gelu},
+constexpr std::array<EnumName<Activation>, 10> kActivations{{{"gelu", Activation::Gelu},
                                                             {"gelu_new", Activation::GeluNew},
                                                             {"gelu_fast", Activation::GeluNew},
                                                             {"gelu_pytorch_tanh", Activation::GeluNew},
@@ -19,6 +19,7 @@ constexpr std::array<EnumName<Activation>, 9> kActivations{{{"gelu", Activation:
                                                             {"swiglu", Activation::Silu},
                                                             {"swish", Activation::Silu},
                                                             {"relu", Activation::Relu},
+                                                            {"relu2", Activation::SquaredRelu},  // Nemotron-4
                                                             {"quick_gelu", Activation::Gelu}}};
 
 constexpr std::array<EnumName<Norm>, 2> kNorms{{{"layernorm", Norm::LayerNorm}, {"rmsnorm", Norm::RmsNorm}}};

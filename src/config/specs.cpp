@@ -9,6 +9,7 @@ const char* to_string(Activation v) {
     case Activation::GeluNew: return "gelu_new";
     case Activation::Silu: return "silu";
     case Activation::Relu: return "relu";
+    case Activation::SquaredRelu: return "relu2";
   }
   return "?";
 }

@@ -92,12 +92,12 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       // FFN-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
       // reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
       // would rewrite the whole weight gradient once per chunk.
-      const bool chunked = op.kind == OpKind::Gemm && op.ffn_path && chunks > 1 && !op.weight_gradient;
+      const bool chunked = op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
       const double s = chunked ? chunked_gemm_time_s(c, op, chunks)
                                : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
       t.compute_s += s;
       t.kernels += chunked ? op.kernels * chunks : op.kernels;
-      if (op.kind == OpKind::Gemm && op.ffn_path) t.ffn_gemm_s += s;
+      if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += s;
       if (op.kind == OpKind::Gemm && c.job.system.tp_async_backward) gemm_s[op.name] = s;
       continue;
     }
@@ -110,7 +110,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     if (c.tp_group.ranks <= 1) continue;
     // MegaScale's chunked overlap takes the FFN-path collectives; Megatron's asynchronous
     // backward collectives off that path run beside their linear's other GEMM.
-    const bool chunk_overlapped = c.job.system.tp_overlap && op.ffn_path;
+    const bool chunk_overlapped = c.job.system.tp_overlap && op.tp_overlap_path;
     if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
       const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);
       t.async_comm_s += s;
@@ -119,10 +119,10 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     }
     // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
     // collective's latency and runs at the (lower) bandwidth of its smaller message.
-    const int pieces = op.ffn_path ? chunks : 1;
+    const int pieces = op.tp_overlap_path ? chunks : 1;
     const double s = pieces * collective_time_s(comm_op_of(op.kind), op.comm_bytes / pieces, c.tp_group,
                                                 c.job.cluster, c.nccl);
-    (op.ffn_path ? t.ffn_comm_s : t.other_comm_s) += s;
+    (op.tp_overlap_path ? t.overlap_comm_s : t.other_comm_s) += s;
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
   // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).

@@ -17,19 +17,19 @@ namespace megasim {
 // Times of one pass (forward or backward) of some layers for one micro-batch.
 struct PassTimes {
   double compute_s = 0;     // all compute kernels
-  double ffn_gemm_s = 0;    // the GEMMs TP communication can be fused with (FFN path)
-  double ffn_comm_s = 0;    // TP collectives fused with those GEMMs when overlap is on
+  double overlap_gemm_s = 0;  // GEMMs TP communication can be fused with (system.tp_overlap_scope)
+  double overlap_comm_s = 0;  // TP collectives fused with those GEMMs when overlap is on
   double other_comm_s = 0;  // TP collectives that stay exposed
   double async_comm_s = 0;     // TP collectives run beside a backward GEMM (Megatron async)
   double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
   int kernels = 0;          // kernel launches
-  double tp_comm_s() const { return ffn_comm_s + other_comm_s + async_comm_s; }  // serial TP time
+  double tp_comm_s() const { return overlap_comm_s + other_comm_s + async_comm_s; }  // serial TP time
   PassTimes scaled(int n) const {
     PassTimes t = *this;
     t.compute_s *= n;
-    t.ffn_gemm_s *= n;
-    t.ffn_comm_s *= n;
+    t.overlap_gemm_s *= n;
+    t.overlap_comm_s *= n;
     t.other_comm_s *= n;
     t.async_comm_s *= n;
     t.async_exposed_s *= n;
@@ -39,8 +39,8 @@ struct PassTimes {
   }
   PassTimes& operator+=(const PassTimes& o) {
     compute_s += o.compute_s;
-    ffn_gemm_s += o.ffn_gemm_s;
-    ffn_comm_s += o.ffn_comm_s;
+    overlap_gemm_s += o.overlap_gemm_s;
+    overlap_comm_s += o.overlap_comm_s;
     other_comm_s += o.other_comm_s;
     async_comm_s += o.async_comm_s;
     async_exposed_s += o.async_exposed_s;

@@ -53,7 +53,7 @@ void split(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& job,
     const double t = op_time_s(hw, gpu, job, op);
     if (op.kind == OpKind::Gemm) {
       gemm += t;
-      if (op.ffn_path) ffn += t;
+      if (op.tp_overlap_path) ffn += t;
     } else if (op.kind == OpKind::Attention) {
       attn += t;
     } else if (!is_communication(op.kind)) {
@@ -72,9 +72,9 @@ LayerComputeTimes layer_compute_times(const JobSpec& job, const HardwareProfile&
   r.backward_s = ops_time_s(hw, gpu, job, bwd);
   r.recompute_s = ops_time_s(hw, gpu, job, layer_recompute_ops(job));
   split(hw, gpu, job, fwd, r.gemm_forward_s, r.attention_forward_s, r.memory_forward_s,
-        r.ffn_path_gemm_forward_s);
+        r.overlap_path_gemm_forward_s);
   split(hw, gpu, job, bwd, r.gemm_backward_s, r.attention_backward_s, r.memory_backward_s,
-        r.ffn_path_gemm_backward_s);
+        r.overlap_path_gemm_backward_s);
   return r;
 }
 

@@ -41,6 +41,7 @@ struct Dims {
       fc1_local, span, vocab_local;
   double e;      // bytes per activation element
   bool sp, fused, ptb, gated;
+  bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
 };
 
 Dims dims(const JobSpec& job) {
@@ -69,6 +70,7 @@ Dims dims(const JobSpec& job) {
   x.sp = job.parallel.sequence_parallel && x.t > 1;
   x.fused = job.system.fused_kernels;
   x.ptb = m.use_parallel_residual;
+  x.attn_overlap = job.system.tp_overlap_scope == "all-linears";
   return x;
 }
 
@@ -81,7 +83,7 @@ LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, d
   op.gemm_m = m; op.gemm_n = n; op.gemm_k = k;
   op.flops = 2.0 * dd(m) * dd(n) * dd(k);
   op.bytes = e * (dd(m) * dd(k) + dd(k) * dd(n) + dd(m) * dd(n));
-  op.ffn_path = ffn;
+  op.tp_overlap_path = ffn;
   return op;
 }
 
@@ -100,7 +102,7 @@ LayerOp comm(std::string name, OpKind kind, double bytes, bool ffn) {
   op.kind = kind;
   op.comm_bytes = bytes;
   op.kernels = 1;
-  op.ffn_path = ffn;
+  op.tp_overlap_path = ffn;
   return op;
 }
 
@@ -184,24 +186,24 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
     // y = x + Attn(LN(x)) + MLP(LN(x)): one norm, one AG, one RS (MegaScale §3.1, Fig. 3a).
     ops.push_back(norm_fwd(x, "input_norm"));
     add_ag(ops, x, "tp_all_gather", true);
-    ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, false));
+    ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, x.attn_overlap));
     ops.push_back(gemm("fc1", T, x.fc1_local, x.h, x.e, true));
     add_cp(ops, x, "cp_kv_exchange");
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
-    ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, false));
+    ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, x.attn_overlap));
     ops.push_back(gemm("fc2", T, x.h, x.f_local, x.e, true));  // accumulates onto attn_proj (beta=1)
     add_rs_or_ar(ops, x, "tp_reduce_scatter", true);
     ops.push_back(bda_fwd(x, "bias_dropout_add"));
     return ops;
   }
   ops.push_back(norm_fwd(x, "input_norm"));
-  add_ag(ops, x, "tp_all_gather_attn", false);
-  ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, false));
+  add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap);
+  ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, x.attn_overlap));
   add_cp(ops, x, "cp_kv_exchange");
   ops.push_back(attention(job, x, false));
-  ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, false));
-  add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", false);
+  ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, x.attn_overlap));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", x.attn_overlap);
   ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
   ops.push_back(norm_fwd(x, "post_attn_norm"));
   add_ag(ops, x, "tp_all_gather_mlp", true);
@@ -255,12 +257,12 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     ops.push_back(bda_bwd(x, "bias_dropout_add_bwd"));
     add_ag(ops, x, "tp_all_gather_grad", ffn);  // backward of the forward RS
     add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
-    add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, false);
+    add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
-    add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
+    add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
     add_col_bwd_comm(ops, x, "shared", ffn, {"fc1", "qkv"});
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
@@ -273,12 +275,12 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"});
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   ops.push_back(bda_bwd(x, "bias_dropout_add_attn_bwd"));
-  add_ag(ops, x, "tp_all_gather_grad_attn", false);
-  add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, false);
+  add_ag(ops, x, "tp_all_gather_grad_attn", x.attn_overlap);
+  add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
-  add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, false);
-  add_col_bwd_comm(ops, x, "attn", false, {"qkv"});
+  add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {"qkv"});
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }

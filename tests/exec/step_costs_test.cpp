@@ -65,6 +65,23 @@ TEST(StepCosts, OverlapShrinksExposedTpTime) {
   EXPECT_GT(on.chunks[1][1].fwd_tp_comm_s, off.chunks[1][1].fwd_tp_comm_s);
 }
 
+// Extending TP overlap from the FFN linears to every linear (Transformer Engine) hides more of
+// a serial block's collectives; with overlap off the scope changes nothing.
+TEST(StepCosts, AllLinearsOverlapHidesMoreThanFfnOnly) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  auto layer = [&](const char* overlap, const char* scope) {
+    return compute_step_costs(bundled({"model.use_parallel_residual=false", std::string("system.tp_overlap=") + overlap,
+                                       std::string("system.tp_overlap_scope=") + scope}),
+                              catalog).chunks[3][0];
+  };
+  const auto ffn = layer("true", "ffn"), all = layer("true", "all-linears");
+  EXPECT_LT(all.fwd_tp_exposed_s, 0.75 * ffn.fwd_tp_exposed_s);
+  EXPECT_LT(all.bwd_tp_exposed_s, 0.75 * ffn.bwd_tp_exposed_s);
+  const auto off_ffn = layer("false", "ffn"), off_all = layer("false", "all-linears");
+  EXPECT_DOUBLE_EQ(off_ffn.fwd_s(), off_all.fwd_s());
+  EXPECT_DOUBLE_EQ(off_ffn.bwd_s(), off_all.bwd_s());
+}
+
 TEST(StepCosts, TpOverlapChunkCountHasAnInteriorOptimum) {
   // Few chunks leave the first chunk's collective exposed; many chunks pay a collective's
   // latency and a GEMM's tile quantisation per chunk. Neither end is best.

@@ -59,6 +59,11 @@ TEST(CliErrors, UnknownValidationSuite) {
   EXPECT_NE(r.err.find("korthikanti2022_layer"), std::string::npos) << r.err;  // lists the suites
 }
 
+TEST(CliErrors, UnknownTpOverlapScopeNamesField) {
+  expect_one_line_error(run({"simulate", "megascale-175b-12288", "--set", "system.tp_overlap_scope=attention"}),
+                        "system.tp_overlap_scope");
+}
+
 TEST(CliErrors, ValidateBadOverrideNamesField) {
   expect_one_line_error(run({"validate", "--suite", "table3", "--engine", "analytic", "--set",
                              "training.micro_batch_size=abc"}),

@@ -113,7 +113,7 @@ TEST(Layer, ComputeTimesSane) {
   EXPECT_GT(r.backward_s / r.forward_s, 1.5);
   EXPECT_LT(r.backward_s / r.forward_s, 3.0);
   EXPECT_EQ(r.recompute_s, 0.0);
-  EXPECT_GT(r.ffn_path_gemm_forward_s, 0.5 * r.gemm_forward_s);  // FC1+FC2 are 2/3 of GEMMs
+  EXPECT_GT(r.overlap_path_gemm_forward_s, 0.5 * r.gemm_forward_s);  // FC1+FC2 are 2/3 of GEMMs
   // Forward GEMM FLOPs 9.277e11 at <= 0.715 of peak: at least 1.31 ms.
   EXPECT_GT(r.gemm_forward_s, 9.277e11 / (0.715 * 989.4e12));
   j.system.fused_kernels = true;

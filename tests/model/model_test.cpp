@@ -76,6 +76,30 @@ TEST(LayerOps, ParallelBlockSharesCollectives) {
   EXPECT_EQ(count(layer_forward_ops(j), OpKind::TpAllGather), 0);
 }
 
+// TP overlap's scope: MegaScale puts only the FFN linears and their collectives on the
+// overlap path; Transformer Engine's userbuffers (all-linears) put every parallel linear of the
+// layer there. The attention core, norms and elementwise ops are never on it.
+TEST(LayerOps, TpOverlapScopeSelectsTheLinears) {
+  for (const bool ptb : {false, true}) {
+    JobSpec j = gpt175b_megascale();
+    j.model.use_parallel_residual = ptb;
+    for (const char* scope : {"ffn", "all-linears"}) {
+      j.system.tp_overlap_scope = scope;
+      const bool all = std::string(scope) == "all-linears";
+      for (const auto& ops : {layer_forward_ops(j), layer_backward_ops(j)}) {
+        for (const auto& op : ops) {
+          const bool linear = op.kind == OpKind::Gemm || is_communication(op.kind);
+          const bool ffn = op.name.find("fc1") != std::string::npos || op.name.find("fc2") != std::string::npos ||
+                           op.name.find("mlp") != std::string::npos;
+          // With PTB the block's one all-gather and reduce-scatter feed FC1 / leave FC2.
+          const bool shared = ptb && is_communication(op.kind);
+          EXPECT_EQ(op.tp_overlap_path, linear && (all || ffn || shared)) << scope << " " << op.name;
+        }
+      }
+    }
+  }
+}
+
 TEST(LayerOps, GemmFlopsMatchModelAndBackwardIsTwice) {
   JobSpec j = gpt175b_megascale();
   double fwd = 0, bwd = 0;

@@ -9,7 +9,7 @@
 
 namespace megasim {
 
-enum class Activation { Gelu, GeluNew, Silu, Relu };
+enum class Activation { Gelu, GeluNew, Silu, Relu, SquaredRelu };  // naming only: every one is one elementwise pass
 enum class Norm { LayerNorm, RmsNorm };
 enum class Precision { Bf16, Fp16, Fp8 };
 enum class Recompute { None, Selective, Full };
@@ -113,6 +113,9 @@ struct SystemSpec {
   std::string preset = "megatron-lm";
   bool tp_overlap = false;            // GEMMs chunked and pipelined with AG/RS on a 2nd stream
   int tp_overlap_chunks = 4;
+  // Which linears TP overlap covers: "ffn" (MegaScale fuses AG/RS into the FFN's linears only)
+  // or "all-linears" (Transformer Engine's userbuffers overlap QKV, projection, FC1 and FC2).
+  std::string tp_overlap_scope = "ffn";
   // Megatron-LM's backward of a column-parallel linear: the dgrad all-reduce (with SP: the
   // input all-gather and the dgrad reduce-scatter) runs asynchronously beside the linear's
   // other backward GEMM (Megatron-LM's async_tensor_model_parallel_allreduce; see the presets).

@@ -32,7 +32,7 @@ struct LayerComputeTimes {
   double forward_s = 0, backward_s = 0, recompute_s = 0;
   double gemm_forward_s = 0, attention_forward_s = 0, memory_forward_s = 0;
   double gemm_backward_s = 0, attention_backward_s = 0, memory_backward_s = 0;
-  double ffn_path_gemm_forward_s = 0, ffn_path_gemm_backward_s = 0;  // overlappable with TP comm
+  double overlap_path_gemm_forward_s = 0, overlap_path_gemm_backward_s = 0;  // on the TP-overlap path
 };
 LayerComputeTimes layer_compute_times(const JobSpec& job, const HardwareProfile& hw);
 

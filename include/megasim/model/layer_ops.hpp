@@ -41,7 +41,9 @@ struct LayerOp {
   std::int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   AttentionShape attn;            // Attention only
   int kernels = 1;                // kernel launches this op stands for
-  bool ffn_path = false;          // on MegaScale's fused-overlap path (AG+FC1, FC2+RS)
+  // On the path TP overlap pipelines: the FFN linears and their AG/RS (MegaScale), or every
+  // parallel linear of the layer with tp_overlap_scope = all-linears (Transformer Engine).
+  bool tp_overlap_path = false;
   bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
                                   // layer GEMM has the tokens as its rows (m)
   // Backward collectives of a column-parallel linear that Megatron issues asynchronously: the
