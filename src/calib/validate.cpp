@@ -147,6 +147,13 @@ void summarise(ValidationResult& r) {
           fmt("Transfer, one 22B layer on 8 A100s (Korthikanti 2022 Table 4): worst time error %.2f%% (bar: 10%%)",
               worst_layer_pct));
   }
+  // Step times on Hopper at scale (NeMo on DGX H100), held to Table 2's per-row bar.
+  const double worst_h100_pct = worst_error_pct(r, "nvidia_dgxc_h100");
+  if (worst_h100_pct >= 0) {
+    check(s, "nvidia_dgxc_h100_step_time", worst_h100_pct <= 10.0,
+          fmt("Transfer, NeMo BF16 on 64-2,048 DGX H100s (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)",
+              worst_h100_pct));
+  }
   bool init_ok = true, any_init = false;
   for (const auto& c : r.cases) {
     if (c.suite != "comm_init") continue;
@@ -171,7 +178,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"comm_init", "megascale-comm-init.json"},
                                           {"korthikanti2022", "korthikanti-2022-530b.json"},
                                           {"narayanan2021", "narayanan-2021-table1.json"},
-                                          {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"}};
+                                          {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"},
+                                          {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"}};
   bool known = suite.empty();
   std::string valid;
   for (const auto& f : kFiles) {

@@ -144,6 +144,26 @@ TEST(Cli, ValidateKorthikantiLayerSuite) {
   EXPECT_TRUE(j["summary"]["korthikanti2022_layer_time"]["pass"].get<bool>());
 }
 
+// NeMo BF16 on DGX H100 (NVIDIA DGXC recipes): a Hopper-at-scale transfer check held to Table 2's
+// per-row bar. Weak scaling: each model's step time grows with the GPU count, as published.
+TEST(Cli, ValidateNvidiaDgxcH100Suite) {
+  const auto r = run({"validate", "--suite", "nvidia_dgxc_h100", "--engine", "analytic", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 16u);
+  std::map<std::string, double> last;
+  for (const auto& c : j["cases"]) {
+    EXPECT_EQ(c["metric"], "step_time_s");
+    EXPECT_NEAR(c["predicted"].get<double>() / c["published"].get<double>(), 1.0, 0.10) << c["name"];
+    const std::string model = c["name"].get<std::string>().substr(0, 10);
+    if (last.count(model) != 0) {
+      EXPECT_GE(c["predicted"].get<double>(), last[model]) << c["name"];
+    }
+    last[model] = c["predicted"].get<double>();
+  }
+  EXPECT_TRUE(j["summary"]["nvidia_dgxc_h100_step_time"]["pass"].get<bool>());
+}
+
 // --set is a what-if reading for every simulated row: it moves the predictions, is recorded in
 // the summary, and leaves the published values alone.
 TEST(Cli, ValidateSetAppliesToEveryRow) {
