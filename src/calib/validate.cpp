@@ -242,6 +242,12 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
   ValidationResult result;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
+    if (r.suite != "comm_init" && !reports[i].memory_fits) {
+      constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+      result.memory_warnings.push_back(
+          r.suite + ": " + r.name + ": does not fit in GPU memory (" +
+          fmt("%.1f of %.1f GiB)", reports[i].memory.total_bytes() / kGiB, reports[i].memory_capacity_bytes / kGiB));
+    }
     if (r.suite == "comm_init") {
       result.cases.insert(result.cases.end(), r.startup_cases.begin(), r.startup_cases.end());
       continue;
@@ -269,6 +275,7 @@ nlohmann::json to_json(const ValidationResult& r) {
   nlohmann::json summary = r.summary.json;
   summary["all_pass"] = r.summary.all_pass;
   summary["cases"] = r.cases.size();
+  if (!r.memory_warnings.empty()) summary["memory_warnings"] = r.memory_warnings;
   return {{"cases", cases}, {"summary", summary}};
 }
 
@@ -290,6 +297,10 @@ void print_validation(const ValidationResult& r, std::ostream& out) {
   }
   out << "\nsummary:\n";
   for (const auto& l : r.summary.lines) out << "  " << l << "\n";
+  if (!r.memory_warnings.empty()) {
+    out << "\nrows that would not fit in GPU memory (compared anyway):\n";
+    for (const auto& w : r.memory_warnings) out << "  " << w << "\n";
+  }
 }
 
 }  // namespace megasim

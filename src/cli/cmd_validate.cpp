@@ -49,16 +49,7 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
     JobRunner runner = [&](const std::string& base, const std::vector<std::string>& row_sets) {
       std::vector<std::string> sets = row_sets;
       sets.insert(sets.end(), args->sets.begin(), args->sets.end());
-      StepReport r = simulate_step(ctx.load_job(base, sets), catalog, opts);
-      // A row the memory model says would not run is still reported, but never silently.
-      if (!r.memory_fits) {
-        std::string row = base;
-        for (const auto& s : sets) row += " " + s;
-        spdlog::warn("validate: does not fit in GPU memory ({:.1f} of {:.1f} GiB): {}",
-                     r.memory.total_bytes() / (1024.0 * 1024 * 1024),
-                     r.memory_capacity_bytes / (1024.0 * 1024 * 1024), row);
-      }
-      return r;
+      return simulate_step(ctx.load_job(base, sets), catalog, opts);
     };
     // MegaScale measured start-up for its 175B plan (TP 8, PP 8) at each GPU count.
     StartupModel startup = [&catalog](std::int64_t gpus, const std::string& store, bool ordered) {

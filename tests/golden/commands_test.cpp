@@ -185,6 +185,25 @@ TEST(Cli, ValidateSetAppliesToEveryRow) {
   EXPECT_EQ(a["summary"]["overrides"], nlohmann::json::array({"cluster.gpu=a100-sxm4-80gb"}));
 }
 
+// A row the memory model says would not fit is still compared, and listed by name.
+TEST(Cli, ValidateListsRowsThatDoNotFit) {
+  const auto plain = run({"validate", "--suite", "table3", "--engine", "analytic", "--json"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)["summary"].contains("memory_warnings"));
+  // Megatron-LM's default attention at micro-batch 2: the score matrices need ~108 GiB.
+  const auto mb2 = run({"validate", "--suite", "table3", "--engine", "analytic", "--json", "--set",
+                        "training.micro_batch_size=2"});
+  ASSERT_EQ(mb2.code, 0) << mb2.err;
+  const auto j = nlohmann::json::parse(mb2.out);
+  ASSERT_EQ(j["cases"].size(), 9u);
+  ASSERT_TRUE(j["summary"].contains("memory_warnings"));
+  const std::string first = j["summary"]["memory_warnings"][0];
+  EXPECT_EQ(first.rfind("table3: baseline (Megatron-LM", 0), 0u) << first;
+  EXPECT_NE(first.find("does not fit in GPU memory"), std::string::npos) << first;
+  const auto text = run({"validate", "--suite", "table3", "--engine", "analytic", "--set", "training.micro_batch_size=2"});
+  EXPECT_NE(text.out.find("rows that would not fit in GPU memory"), std::string::npos) << text.out;
+}
+
 TEST(Cli, ValidateResultDoesNotDependOnJobs) {
   const auto one = run({"validate", "--engine", "analytic", "--jobs", "1", "--json"});
   const auto three = run({"validate", "--engine", "analytic", "--jobs", "3", "--json"});

@@ -36,6 +36,9 @@ struct ValidationSummary {
 struct ValidationResult {
   std::vector<ValidationCase> cases;
   ValidationSummary summary;
+  // Rows the memory model says would not fit in GPU memory ("<suite>: <row>: A of B GiB"):
+  // still compared, never silently.
+  std::vector<std::string> memory_warnings;
 };
 
 // Simulates a job built from a base config plus overrides.
