@@ -68,12 +68,8 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   // Chunk 0's share of its stage's DP bytes, the largest over stages: its backward ends the
   // step (its reduce-scatter is the exposed one) and its forward starts it (the first gather).
   double first_chunk_share = 0;
-  for (const auto& stage : c.chunks) {
-    double total = 0;
-    for (const auto& ch : stage) total += ch.param_bytes;
-    const double share = total > 0 ? stage.front().param_bytes / total : 1.0 / static_cast<double>(stage.size());
-    first_chunk_share = std::max(first_chunk_share, share);
-  }
+  for (std::size_t s = 0; s < c.chunks.size(); ++s)
+    first_chunk_share = std::max(first_chunk_share, c.dp_share(static_cast<int>(s), 0));
   double dp_exposed_s = c.dp_reduce_time_s + c.dp_gather_time_s;
   double dp_hidden_s = 0;
   if (job.parallel.zero_stage == 3 && c.dp > 1) {

@@ -84,12 +84,6 @@ class Builder {
   TaskIndex pass(int s, int c, std::int64_t mb, bool fwd) const {
     return pass_.at({s, c, mb, fwd});
   }
-  // Share of the stage's DP bytes that belongs to chunk c (by parameter bytes).
-  double chunk_share(int s, int c) const {
-    double total = 0;
-    for (int k = 0; k < c_.vpp; ++k) total += chunk(s, k).param_bytes;
-    return total > 0 ? chunk(s, c).param_bytes / total : 1.0 / c_.vpp;
-  }
 
   void build_compute(int s) {
     StepTask load;
@@ -258,7 +252,7 @@ class Builder {
     if (per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
         const TaskIndex lb = last_backward(s, c);
-        const TaskIndex r = add_collective(s, reduce, grad * chunk_share(s, c), c, -1, key_of(lb));
+        const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c), c, -1, key_of(lb));
         g_.tasks[r].deps.push_back(lb);
         ready.push_back(r);
         if (key_of(lb) > last_key) {
@@ -281,13 +275,13 @@ class Builder {
         const std::int64_t mb = g_.tasks[ord[i]].micro_batch;
         const double key = static_cast<double>(i) - 2.5;
         const TaskIndex ag =
-            add_collective(s, TaskKind::DpAllGather, param * chunk_share(s, ck), ck, mb, key);
+            add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, ck), ck, mb, key);
         g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
         g_.tasks[ord[i]].deps.push_back(ag);
       }
     } else if (o_.zero_stage >= 1 && o_.dp_overlap) {
       for (int c = 0; c < c_.vpp; ++c) {
-        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * chunk_share(s, c), c, -1,
+        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c), c, -1,
                                             -1.0 + c * 1e-3);
         if (c == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
         g_.tasks[first_forward(s, c)].deps.push_back(ag);

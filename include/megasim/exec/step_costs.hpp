@@ -58,6 +58,15 @@ struct StepCosts {
   double dp_reduce_time_s = 0;           // analytic, uncontended (reduce-scatter or all-reduce)
   double dp_gather_time_s = 0;           // analytic, uncontended all-gather
   double dp_overlap_compute_slowdown = 0;  // fraction compute slows while DP comm shares the GPU
+  // Share of stage s's DP bytes that belongs to its chunk c (by parameter bytes; 1/VPP when the
+  // chunks carry none, as hand-built test costs may).
+  double dp_share(int stage, int chunk) const {
+    const auto& st = chunks[static_cast<std::size_t>(stage)];
+    double total = 0;
+    for (const auto& ch : st) total += ch.param_bytes;
+    return total > 0 ? st[static_cast<std::size_t>(chunk)].param_bytes / total
+                     : 1.0 / static_cast<double>(st.size());
+  }
 
   double optimizer_s = 0;                // optimizer step incl. gradient-norm reduction
   double data_loading_s = 0;             // exposed host-side loading at the start of a step
