@@ -68,9 +68,10 @@ double beside_gemm_s(const LayerOp& op, const std::map<std::string, double>& gem
   return s;
 }
 
-// Token chunks the FFN path runs in: with TP overlap its GEMMs and their fused collectives are
+// Token chunks the TP-overlap path runs in (the FFN linears, or every linear with
+// tp_overlap_scope = all-linears): with TP overlap its GEMMs and their fused collectives are
 // split along the token dimension into `tp_overlap_chunks` pieces (MegaScale section 3.2).
-int ffn_chunks(const JobSpec& job) {
+int overlap_chunks(const JobSpec& job) {
   return job.system.tp_overlap ? std::max(1, job.system.tp_overlap_chunks) : 1;
 }
 
@@ -85,11 +86,11 @@ double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
 // Compute time and communication of an op list, split the way TP overlap needs it.
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
-  const int chunks = ffn_chunks(c.job);
+  const int chunks = overlap_chunks(c.job);
   std::map<std::string, double> gemm_s;  // backward GEMM times by name, for async collectives
   for (const auto& op : ops) {
     if (!is_communication(op.kind)) {
-      // FFN-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
+      // Overlap-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
       // reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
       // would rewrite the whole weight gradient once per chunk.
       const bool chunked = op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
@@ -108,8 +109,8 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       continue;
     }
     if (c.tp_group.ranks <= 1) continue;
-    // MegaScale's chunked overlap takes the FFN-path collectives; Megatron's asynchronous
-    // backward collectives off that path run beside their linear's other GEMM.
+    // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
+    // collectives off that path run beside their linear's other GEMM.
     const bool chunk_overlapped = c.job.system.tp_overlap && op.tp_overlap_path;
     if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
       const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);

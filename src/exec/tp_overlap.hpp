@@ -5,7 +5,8 @@
 // list is timed, beside their own GEMMs; their exposed part is added here either way.
 //
 // Without overlap every TP collective sits on the critical path. With overlap, the all-gather
-// and reduce-scatter on the FFN path are fused into their parallel linears and the GEMM is
+// and reduce-scatter on the overlap path (the FFN linears, or every linear with
+// tp_overlap_scope = all-linears) are fused into their parallel linears and the GEMM is
 // split into `chunks` pieces pipelined with the communication on a second stream: the first
 // communication chunk cannot hide (nothing to compute yet), the rest hides behind GEMM
 // chunks while there is GEMM left, and the GEMM slows by `slowdown` while they share the

@@ -48,12 +48,12 @@ double ops_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& 
 namespace {
 void split(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& job,
            const std::vector<LayerOp>& ops, double& gemm, double& attn, double& memory,
-           double& ffn) {
+           double& overlap_path) {
   for (const LayerOp& op : ops) {
     const double t = op_time_s(hw, gpu, job, op);
     if (op.kind == OpKind::Gemm) {
       gemm += t;
-      if (op.tp_overlap_path) ffn += t;
+      if (op.tp_overlap_path) overlap_path += t;
     } else if (op.kind == OpKind::Attention) {
       attn += t;
     } else if (!is_communication(op.kind)) {

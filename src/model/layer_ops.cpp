@@ -76,14 +76,14 @@ Dims dims(const JobSpec& job) {
 
 double dd(std::int64_t v) { return static_cast<double>(v); }
 
-LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double e, bool ffn) {
+LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double e, bool overlap) {
   LayerOp op;
   op.name = std::move(name);
   op.kind = OpKind::Gemm;
   op.gemm_m = m; op.gemm_n = n; op.gemm_k = k;
   op.flops = 2.0 * dd(m) * dd(n) * dd(k);
   op.bytes = e * (dd(m) * dd(k) + dd(k) * dd(n) + dd(m) * dd(n));
-  op.tp_overlap_path = ffn;
+  op.tp_overlap_path = overlap;
   return op;
 }
 
@@ -96,13 +96,13 @@ LayerOp mem(std::string name, OpKind kind, double bytes, int kernels) {
   return op;
 }
 
-LayerOp comm(std::string name, OpKind kind, double bytes, bool ffn) {
+LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap) {
   LayerOp op;
   op.name = std::move(name);
   op.kind = kind;
   op.comm_bytes = bytes;
   op.kernels = 1;
-  op.tp_overlap_path = ffn;
+  op.tp_overlap_path = overlap;
   return op;
 }
 
@@ -159,13 +159,13 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   return op;
 }
 
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ffn) {
-  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * x.e, ffn));
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
+  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * x.e, overlap));
 }
-void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ffn) {
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
   if (x.t <= 1) return;
   ops.push_back(comm(name, x.sp ? OpKind::TpReduceScatter : OpKind::TpAllReduce,
-                     dd(x.tokens) * dd(x.h) * x.e, ffn));
+                     dd(x.tokens) * dd(x.h) * x.e, overlap));
 }
 
 void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
@@ -219,9 +219,9 @@ namespace {
 
 // dgrad: dX[T,k] = dY[T,n] W^T ; wgrad: dW[k,n] = X^T[k,T] dY[T,n].
 void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                  std::int64_t k, bool ffn) {
-  ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, ffn));
-  ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, ffn));
+                  std::int64_t k, bool overlap) {
+  ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, overlap));
+  ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, overlap));
   ops.back().weight_gradient = true;
 }
 
@@ -229,19 +229,19 @@ void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, st
 // with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
 // Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
 // all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
-void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool ffn,
+void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
                       const std::vector<std::string>& linears) {
   if (x.t <= 1) return;
   if (x.sp) {
     ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
-                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+                       dd(x.tokens) * dd(x.h) * x.e, overlap));
     ops.back().async_beside = linears;
     ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
-                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+                       dd(x.tokens) * dd(x.h) * x.e, overlap));
     ops.back().async_beside = linears;
   } else {
     ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce,
-                       dd(x.tokens) * dd(x.h) * x.e, ffn));
+                       dd(x.tokens) * dd(x.h) * x.e, overlap));
     ops.back().async_beside = linears;
   }
 }
