@@ -81,6 +81,30 @@ TEST(DesDp, GcSkewDelaysTheStepAsExposedDp) {
   }
 }
 
+// The busiest stage (the last, as with an LM head) is the critical one; it finishes its
+// backward first and then waits for the other stages to drain before the optimizer barrier.
+// That wait is pipeline bubble: only the time the gradient collectives were running after
+// the rank went idle is exposed DP (it was all booked as DP before).
+TEST(DesDp, DrainBeforeTheLastReductionIsBubbleNotDp) {
+  JobSpec j = destest::job(8, 4, 1, 64);
+  j.parallel.zero_stage = 2;
+  StepCosts c = destest::costs(j, 8, 20e-3, 40e-3);
+  c.chunks.back().back().fwd_compute_s = 22e-3;
+  c.chunks.back().back().bwd_compute_s = 44e-3;
+  c.dp_grad_reduce_bytes = 40e6;
+  c.dp_param_gather_bytes = 40e6;
+  const StepReport with_dp = run(j, c);
+  c.dp_grad_reduce_bytes = 0;
+  c.dp_param_gather_bytes = 0;
+  const StepReport no_dp = run(j, c);
+  const double dp_cost_s = with_dp.step_time_s - no_dp.step_time_s;
+  EXPECT_GT(dp_cost_s, 1e-3);
+  // The drain (3 backward passes of 40 ms) is far longer than the collectives.
+  EXPECT_GT(with_dp.breakdown.pipeline_bubble_s, 3 * 40e-3);
+  EXPECT_LT(with_dp.breakdown.exposed_dp_comm_s, dp_cost_s + 1e-6);
+  EXPECT_NEAR(with_dp.breakdown.total_s(), with_dp.step_time_s, 1e-9);
+}
+
 TEST(DesDp, DdpAndZero3Run) {
   JobSpec j = destest::job(8, 2, 1, 32);
   StepCosts c = destest::costs(j, 4, 5e-3, 10e-3);
