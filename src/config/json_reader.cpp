@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "megasim/core/units.hpp"
 
@@ -29,8 +30,13 @@ const nlohmann::json& unwrap(const nlohmann::json& v, const std::string& path) {
   return v.at("value");
 }
 
+// The shortest of %.15g / %.16g / %.17g that reads back as d: "0.1", not "0.10000000000000001".
 std::string format_number(double d) {
   char buf[64];
+  for (const int digits : {15, 16}) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, d);
+    if (std::strtod(buf, nullptr) == d) return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.17g", d);
   return buf;
 }

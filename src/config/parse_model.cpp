@@ -107,6 +107,21 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
   // attention one (mlp_bias is false in every published Llama config).
   m.attention_bias = attention_bias.value_or(mlp_bias.value_or(!llama_like));
   m.max_position_embeddings = r.int_opt("max_position_embeddings", 0, kMaxInt).value_or(0);
+  // Native default: Megatron-LM's 0.1. Hugging Face: the config's own keys (GPT-2 spells them
+  // resid_pdrop / attn_pdrop, OPT "dropout"); configs that train with dropout write it, and the
+  // transformers classes of the others (Llama, GPT-NeoX, Mistral, Qwen, Falcon) default to 0.
+  const double drop_default = hf ? 0.0 : 0.1;
+  constexpr double kMaxDropout = 0.5;  // beyond this no LLM trains; likely a percentage typo
+  std::optional<double> hf_hidden;
+  if (hf) {
+    hf_hidden = r.number_opt("resid_pdrop", 0, kMaxDropout);
+    if (!hf_hidden) hf_hidden = r.number_opt("dropout", 0, kMaxDropout);
+  }
+  m.hidden_dropout =
+      r.number_opt("hidden_dropout", 0, kMaxDropout).value_or(hf_hidden.value_or(drop_default));
+  m.attention_dropout = r.number_opt("attention_dropout", 0, kMaxDropout)
+                            .value_or(hf ? r.number_opt("attn_pdrop", 0, kMaxDropout).value_or(drop_default)
+                                         : drop_default);
   if (const auto rope = r.bool_opt("rope")) {
     m.rope = *rope;
   } else if (hf) {

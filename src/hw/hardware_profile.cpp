@@ -62,6 +62,8 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.flash_v1_bwd = attn(a, ap, "flash_v1_backward");
   hw.unfused_memory_passes_fwd = num(a, ap, "unfused_memory_passes_forward", 0, 64);
   hw.unfused_memory_passes_bwd = num(a, ap, "unfused_memory_passes_backward", 0, 64);
+  hw.unfused_dropout_passes_fwd = num(a, ap, "unfused_dropout_passes_forward", 0, hw.unfused_memory_passes_fwd);
+  hw.unfused_dropout_passes_bwd = num(a, ap, "unfused_dropout_passes_backward", 0, hw.unfused_memory_passes_bwd);
   hw.unfused_pass_bw_fraction = num(a, ap, "unfused_pass_bw_fraction", 0.01, 1);
   const auto& m = obj(j, path, "memory");
   const std::string mp = join_path(path, "memory");

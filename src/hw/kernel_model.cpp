@@ -54,7 +54,7 @@ double memory_bound_time_s(const HardwareProfile& hw, const GpuSpec& gpu, double
 double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,
                         AttentionKernel kind, bool backward, std::int64_t batch,
                         std::int64_t heads, std::int64_t seq_q, std::int64_t seq_kv_span,
-                        std::int64_t head_dim, bool causal) {
+                        std::int64_t head_dim, bool causal, bool dropout) {
   if (batch <= 0 || heads <= 0 || seq_q <= 0 || seq_kv_span <= 0 || head_dim <= 0) return 0.0;
   // Attended (query, key) pairs: causal with a window w over s queries: each query i sees
   // min(i+1, w) keys; with w = s this is s(s+1)/2 ~ s^2/2.
@@ -75,7 +75,9 @@ double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision
     const double gemm_flops = backward ? 2.0 * full : full;
     const double eff = gemm_efficiency(hw, seq_q, seq_kv_span, head_dim);
     const double score_bytes = 2.0 * dd(batch) * dd(heads) * s * dd(seq_kv_span);
-    const double passes = backward ? hw.unfused_memory_passes_bwd : hw.unfused_memory_passes_fwd;
+    // With attention_dropout 0 torch skips the dropout kernel and its backward.
+    double passes = backward ? hw.unfused_memory_passes_bwd : hw.unfused_memory_passes_fwd;
+    if (!dropout) passes -= backward ? hw.unfused_dropout_passes_bwd : hw.unfused_dropout_passes_fwd;
     const double pass_s = passes * score_bytes / (gpu.memory_bandwidth_Bps * hw.unfused_pass_bw_fraction);
     return hw.memory_latency_s + std::max(gemm_flops / (peak * eff), pass_s);
   }

@@ -17,7 +17,8 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& j
       const AttentionKernel k =
           parse_attention_kernel(job.system.attention_kernel, "system.attention_kernel");
       t = attention_time_s(hw, gpu, p, k, op.attn.backward, op.attn.batch, op.attn.heads,
-                           op.attn.seq_q, op.attn.seq_kv_span, op.attn.head_dim, op.attn.causal);
+                           op.attn.seq_q, op.attn.seq_kv_span, op.attn.head_dim, op.attn.causal,
+                           op.attn.dropout);
       break;
     }
     case OpKind::Elementwise:

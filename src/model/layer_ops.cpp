@@ -5,6 +5,8 @@
 //   norm:            unfused 2 passes over x (statistics, then normalise) + write; fused 1 + write
 //   bias + GeLU:     unfused bias-add (r+w) then GeLU (r+w); fused one pass (r+w)
 //   bias-dropout-add unfused bias (r+w), dropout (r+w+mask), residual add (2r+w); fused 2r+w+mask
+//   with hidden_dropout 0 torch skips the dropout: bias (if any) and the residual add remain,
+//   and its backward is the identity (no kernel).
 #include "megasim/model/layer_ops.hpp"
 
 #include <algorithm>
@@ -41,6 +43,8 @@ struct Dims {
       fc1_local, span, vocab_local;
   double e;      // bytes per activation element
   bool sp, fused, ptb, gated;
+  bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
+  bool bias;                               // linear layers carry biases
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
 };
 
@@ -70,6 +74,9 @@ Dims dims(const JobSpec& job) {
   x.sp = job.parallel.sequence_parallel && x.t > 1;
   x.fused = job.system.fused_kernels;
   x.ptb = m.use_parallel_residual;
+  x.hidden_dropout = m.hidden_dropout > 0;
+  x.attention_dropout = m.attention_dropout > 0;
+  x.bias = m.attention_bias;
   x.attn_overlap = job.system.tp_overlap_scope == "all-linears";
   return x;
 }
@@ -120,13 +127,19 @@ LayerOp norm_bwd(const Dims& x, const char* name) {
 }
 LayerOp bda_fwd(const Dims& x, const char* name) {
   const double n = resid_elems(x);
+  if (!x.hidden_dropout) {  // residual add, plus a separate bias add unless fused
+    if (x.fused || !x.bias) return mem(name, OpKind::Elementwise, 3.0 * n * x.e, 1);
+    return mem(name, OpKind::Elementwise, 5.0 * n * x.e, 2);
+  }
   return x.fused ? mem(name, OpKind::Elementwise, 3.0 * n * x.e + n, 1)
                  : mem(name, OpKind::Elementwise, 7.0 * n * x.e + n, 3);
 }
-LayerOp bda_bwd(const Dims& x, const char* name) {
-  const double n = resid_elems(x);  // dropout backward: read dy + mask, write dx
-  return x.fused ? mem(name, OpKind::Elementwise, 2.0 * n * x.e + n, 1)
-                 : mem(name, OpKind::Elementwise, 4.0 * n * x.e + n, 2);
+// Dropout backward reads dy and the mask and writes dx; without dropout there is no kernel.
+void add_bda_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
+  if (!x.hidden_dropout) return;
+  const double n = resid_elems(x);
+  ops.push_back(x.fused ? mem(name, OpKind::Elementwise, 2.0 * n * x.e + n, 1)
+                        : mem(name, OpKind::Elementwise, 4.0 * n * x.e + n, 2));
 }
 LayerOp act_fwd(const Dims& x) {
   const double out = dd(x.tokens) * dd(x.f_local);
@@ -147,7 +160,7 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   LayerOp op;
   op.name = backward ? "attention_core_bwd" : "attention_core";
   op.kind = OpKind::Attention;
-  op.attn = AttentionShape{x.b, x.a_local, x.s_local, x.span, x.hd, true, backward};
+  op.attn = AttentionShape{x.b, x.a_local, x.s_local, x.span, x.hd, true, backward, x.attention_dropout};
   // Executed FLOPs: QK^T and PV over the causal (halved) span; backward does 2.5x forward.
   const double fwd = 4.0 * dd(x.b) * dd(x.a_local) * dd(x.s_local) * dd(x.span) * dd(x.hd) / 2.0;
   op.flops = backward ? 2.5 * fwd : fwd;
@@ -254,7 +267,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   ops.reserve(28);
   const bool ffn = true;
   if (x.ptb) {
-    ops.push_back(bda_bwd(x, "bias_dropout_add_bwd"));
+    add_bda_bwd(ops, x, "bias_dropout_add_bwd");
     add_ag(ops, x, "tp_all_gather_grad", ffn);  // backward of the forward RS
     add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
     add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
@@ -267,14 +280,14 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
-  ops.push_back(bda_bwd(x, "bias_dropout_add_mlp_bwd"));
+  add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
   add_ag(ops, x, "tp_all_gather_grad_mlp", ffn);
   add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
   ops.push_back(act_bwd(x));
   add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
   add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"});
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
-  ops.push_back(bda_bwd(x, "bias_dropout_add_attn_bwd"));
+  add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_ag(ops, x, "tp_all_gather_grad_attn", x.attn_overlap);
   add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
@@ -305,8 +318,10 @@ std::vector<LayerOp> embedding_forward_ops(const JobSpec& job) {
   // Vocab-parallel lookup: each rank gathers the rows it owns (zeros elsewhere), then reduces.
   ops.push_back(mem("embedding_lookup", OpKind::Elementwise, (pos ? 3.0 : 2.0) * n * x.e, pos ? 2 : 1));
   add_rs_or_ar(ops, x, "tp_reduce_embedding", false);
-  ops.push_back(mem("embedding_dropout", OpKind::Elementwise,
-                    2.0 * resid_elems(x) * x.e + resid_elems(x), 1));
+  if (x.hidden_dropout) {
+    ops.push_back(mem("embedding_dropout", OpKind::Elementwise,
+                      2.0 * resid_elems(x) * x.e + resid_elems(x), 1));
+  }
   return ops;
 }
 

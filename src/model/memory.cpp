@@ -4,7 +4,9 @@
 //   MLP        3sbh + 4sbf (gated: 3sbh + 6sbf)                                 [19sbh for f=4h]
 //   norms      2sbh each (two per layer; PTB has one and saves its GEMM input once)
 // With TP+SP everything is divided by t; without SP the 10sbh of norm inputs, the QKV/FC1 inputs
-// and the dropout masks stay replicated (Korthikanti: sbh(10 + 24/t + 5as/(ht))).
+// and the dropout masks stay replicated (Korthikanti: sbh(10 + 24/t + 5as/(ht))). A dropout
+// probability of 0 keeps no mask (torch skips the kernel), and the attention probabilities are
+// then saved once instead of twice.
 #include "megasim/model/memory.hpp"
 
 #include <algorithm>
@@ -38,13 +40,15 @@ double layer_activation_bytes(const JobSpec& job) {
   // Replicated-without-SP part (norm inputs, QKV and FC1 inputs, dropout masks) and the rest.
   const int norms = m.use_parallel_residual ? 1 : 2;
   const double gemm_inputs = m.use_parallel_residual ? 2.0 * sbh : 4.0 * sbh;
-  const double masks = 2.0 * sbh;  // two 1-byte dropout masks (attention and MLP branches)
+  // Two 1-byte dropout masks (attention and MLP branches).
+  const double masks = m.hidden_dropout > 0 ? 2.0 * sbh : 0.0;
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
   double sharded = s * b * (4.0 * q + 4.0 * g * hd);       // Q, K, V and context (16-bit)
   sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
   const bool flash = job.system.attention_kernel != "unfused";
   if (!flash && job.training.recompute != Recompute::Selective)
-    sharded += 5.0 * a * s * span * b;  // softmax out (2), dropout mask (1), dropout out (2)
+    // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only
+    sharded += (m.attention_dropout > 0 ? 5.0 : 2.0) * a * s * span * b;
   return (sp ? replicated / t : replicated) + sharded / t;
 }
 
@@ -97,7 +101,7 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
     one.training.recompute = Recompute::Selective;
     act += layer_activation_bytes(one);
   }
-  if (stage == 0) act += sbh / (sp ? t : 1) * in_flight_mb;  // embedding dropout mask
+  if (stage == 0 && m.hidden_dropout > 0) act += sbh / (sp ? t : 1) * in_flight_mb;  // embedding dropout mask
   if (stage == p - 1) {
     const double v_local = dd(padded_vocab_size(m, t)) / t;
     act += 2.0 * sbh / (sp ? t : 1);          // final norm input

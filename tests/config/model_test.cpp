@@ -142,6 +142,34 @@ TEST(Model, TypeAndRangeErrors) {
   EXPECT_INPUT_ERROR(with_model(m), "model.normalization", "valid: layernorm, rmsnorm");
 }
 
+// Megatron-LM's 0.1 natively; Hugging Face configs give their own (Llama writes
+// attention_dropout 0.0; GPT-2 spells them resid_pdrop/attn_pdrop) and default to 0.
+TEST(Model, DropoutDefaultsAndRange) {
+  const ModelSpec native = with_model(base_model()).model;
+  EXPECT_DOUBLE_EQ(native.hidden_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(native.attention_dropout, 0.1);
+  auto j = test::small_job();
+  j["model"] = "hf-llama-3.1-8b-config.json";
+  const ModelSpec llama = test::parse(j).model;
+  EXPECT_DOUBLE_EQ(llama.hidden_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(llama.attention_dropout, 0.0);
+  j["model"] = "hf-gpt-neox-20b-config.json";  // no dropout keys: transformers' default 0
+  EXPECT_DOUBLE_EQ(test::parse(j).model.hidden_dropout, 0.0);
+  auto m = base_model();
+  m["hidden_dropout"] = 0.0;
+  m["attention_dropout"] = {{"value", 0.0}, {"source", "no dropout"}};
+  const ModelSpec none = with_model(m).model;
+  EXPECT_DOUBLE_EQ(none.hidden_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(none.attention_dropout, 0.0);
+  m["hidden_dropout"] = 1.0;
+  EXPECT_INPUT_ERROR(with_model(m), "model.hidden_dropout", "must be between 0 and 0.5, got 1");
+  m["hidden_dropout"] = "0.1";
+  EXPECT_INPUT_ERROR(with_model(m), "model.hidden_dropout", "expected a number");
+  m = base_model();
+  m["attention_dropout"] = -0.1;
+  EXPECT_INPUT_ERROR(with_model(m), "model.attention_dropout", "must be between 0 and 0.5, got -0.1");
+}
+
 TEST(Model, HeadShapes) {
   auto m = base_model();
   m["num_key_value_heads"] = 5;

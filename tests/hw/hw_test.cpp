@@ -97,6 +97,15 @@ TEST(Attention, UnfusedMatchesH200Measurement) {
   // The score matrix, not the causal pair count, sets the unfused cost: a 1024-token window
   // halves it.
   EXPECT_NEAR(t(false, 1024) / t(false, 2048), 0.5, 0.02);
+  // Without attention dropout its passes go: 6.0 -> 3.5 forward, 8.5 -> 6.0 backward (there the
+  // score GEMMs' FLOPs, the lower bound, take over).
+  auto nodrop = [&](bool bwd) {
+    return attention_time_s(hw, kH200, Precision::Bf16, AttentionKernel::Unfused, bwd, 1, 32, 2048,
+                            2048, 128, true, false);
+  };
+  EXPECT_NEAR((nodrop(false) - hw.memory_latency_s) / (t(false, 2048) - hw.memory_latency_s), 3.5 / 6.0, 1e-9);
+  EXPECT_LT(nodrop(true), t(true, 2048));
+  EXPECT_GE((nodrop(true) - hw.memory_latency_s) / (t(true, 2048) - hw.memory_latency_s), 6.0 / 8.5 - 1e-9);
 }
 
 TEST(Memory, BandwidthBound) {

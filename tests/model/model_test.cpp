@@ -181,6 +181,52 @@ TEST(Memory, KorthikantiActivations) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 2.0 * 25165824.0);
 }
 
+// Without dropout no 1-byte masks are kept: 2*s*b*h/t less per layer with SP (34 -> 32 sbh/t),
+// and unfused attention keeps its probabilities once (5 -> 2 bytes per score).
+TEST(Memory, NoDropoutKeepsNoMasks) {
+  JobSpec j = gpt175b_megascale();
+  j.model.hidden_dropout = 0;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 32.0 * 2048 * 12288 / 8);
+  j.system.attention_kernel = "unfused";
+  j.parallel.sequence_parallel = false;
+  j.model.attention_dropout = 0;
+  // s*b*h*(8 + 24/8 + 2*a*s/(h*8)): masks gone, probabilities saved once.
+  EXPECT_NEAR(layer_activation_bytes(j), 25165824.0 * (11.0 + 2.0 * 128 * 2048 / (12288.0 * 8)), 1.0);
+}
+
+// With hidden_dropout 0 bias-dropout-add is a residual add (no mask byte) and its backward
+// (the identity) launches nothing; the embedding dropout disappears too.
+TEST(LayerOps, NoDropoutRemovesTheDropoutKernels) {
+  JobSpec j = gpt175b_megascale();
+  auto total = [](const std::vector<LayerOp>& ops, const char* prefix) {
+    double b = 0;
+    int n = 0;
+    for (const auto& op : ops)
+      if (op.name.rfind(prefix, 0) == 0) { b += op.bytes; ++n; }
+    return std::make_pair(b, n);
+  };
+  j.system.fused_kernels = true;
+  const auto with_f = total(layer_forward_ops(j), "bias_dropout_add");
+  const auto with_b = total(layer_backward_ops(j), "bias_dropout_add");
+  j.model.hidden_dropout = 0;
+  const auto none_f = total(layer_forward_ops(j), "bias_dropout_add");
+  const auto none_b = total(layer_backward_ops(j), "bias_dropout_add");
+  const double n = 2048.0 * 12288 / 8;  // SP shard of the residual
+  EXPECT_DOUBLE_EQ(with_f.first - none_f.first, 2.0 * n);  // one mask byte per branch
+  EXPECT_EQ(with_b.second, 2);
+  EXPECT_EQ(none_b.second, 0);
+  EXPECT_EQ(none_b.first, 0.0);
+  bool dropout_in_embedding = false;
+  for (const auto& op : embedding_forward_ops(j)) dropout_in_embedding |= op.name == "embedding_dropout";
+  EXPECT_FALSE(dropout_in_embedding);
+  j.model.attention_dropout = 0;
+  for (const auto& op : layer_forward_ops(j)) {
+    if (op.kind == OpKind::Attention) {
+      EXPECT_FALSE(op.attn.dropout);
+    }
+  }
+}
+
 TEST(Memory, InFlightMicroBatches) {
   JobSpec j = gpt175b_megascale();  // 12 layers/stage, p = 8, 192 micro-batches
   EXPECT_DOUBLE_EQ(activation_layer_units_in_flight(j, 0), 12.0 * 8);

@@ -34,6 +34,11 @@ struct ModelSpec {
   bool attention_bias = true;            // GPT-style biases on linear layers (Llama: false)
   std::int64_t max_position_embeddings = 0;  // learned absolute positions if > 0 and not rope
   bool rope = false;                     // rotary embeddings (no position-embedding table)
+  // Dropout probabilities (Megatron-LM's --hidden-dropout / --attention-dropout, default 0.1).
+  // At 0 the framework skips the kernel (torch's dropout returns its input for p = 0), so no
+  // mask is written or kept and bias-dropout-add is a plain residual add.
+  double hidden_dropout = 0.1;           // residual branches and the embedding output
+  double attention_dropout = 0.1;        // attention probabilities
 };
 
 // One GPU type's datasheet figures, each from the catalog with its source.

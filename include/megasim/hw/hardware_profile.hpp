@@ -31,6 +31,8 @@ struct HardwareProfile {
   // Unfused attention: passes over the b·a·s·span score matrix, at this fraction of HBM bandwidth.
   double unfused_memory_passes_fwd = 0;
   double unfused_memory_passes_bwd = 0;
+  double unfused_dropout_passes_fwd = 0;  // the dropout kernel's share of the passes above
+  double unfused_dropout_passes_bwd = 0;
   double unfused_pass_bw_fraction = 0;
   // Memory-bound kernels: t = latency + bytes / (bw * fraction).
   double memory_latency_s = 0;

@@ -21,7 +21,7 @@ double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, s
 double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,
                         AttentionKernel kind, bool backward, std::int64_t batch,
                         std::int64_t heads, std::int64_t seq_q, std::int64_t seq_kv_span,
-                        std::int64_t head_dim, bool causal);
+                        std::int64_t head_dim, bool causal, bool dropout = true);
 double memory_bound_time_s(const HardwareProfile& hw, const GpuSpec& gpu, double bytes);
 // Compute ops only (communication ops return 0: the network model times them).
 double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& job,

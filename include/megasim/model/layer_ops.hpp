@@ -30,6 +30,7 @@ struct AttentionShape {
   std::int64_t head_dim = 0;
   bool causal = true;
   bool backward = false;
+  bool dropout = true;           // attention-probability dropout runs (attention_dropout > 0)
 };
 
 struct LayerOp {
