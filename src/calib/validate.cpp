@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "megasim/core/error.hpp"
 
@@ -34,6 +36,14 @@ double metric_of(const StepReport& r, const std::string& metric) {
   if (metric == "layer_backward_ms") return 1e3 * r.layer_time.backward_s;
   if (metric == "layer_fwd_bwd_ms") return 1e3 * (r.layer_time.forward_s + r.layer_time.backward_s);
   throw InputError("published." + metric, "unknown metric in validation suite");
+}
+
+// A row's metrics in reading order (time, throughput, utilisation, layer times) rather than the
+// alphabetical order of the suite's JSON object.
+const std::vector<std::string>& metric_order() {
+  static const std::vector<std::string> order{"step_time_s", "tokens_per_s", "mfu", "hfu",
+                                              "layer_forward_ms", "layer_backward_ms", "layer_fwd_bwd_ms"};
+  return order;
 }
 
 ValidationCase make_case(const std::string& suite, const std::string& name,
@@ -252,8 +262,10 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
           r.suite + ": " + r.name + ": does not fit in GPU memory (" +
           fmt("%.1f of %.1f GiB)", reports[i].memory.total_bytes() / kGiB, reports[i].memory_capacity_bytes / kGiB));
     }
-    for (const auto& [metric, value] : r.published.items()) {
-      result.cases.push_back(make_case(r.suite, r.name, metric, value.get<double>(),
+    for (const auto& [metric, value] : r.published.items()) metric_of(reports[i], metric);  // unknown -> error
+    for (const auto& metric : metric_order()) {
+      if (!r.published.contains(metric)) continue;
+      result.cases.push_back(make_case(r.suite, r.name, metric, r.published.at(metric).get<double>(),
                                        metric_of(reports[i], metric), false));
     }
   }
