@@ -41,7 +41,9 @@ void explain(const JobSpec& job, std::int64_t max_rows, std::ostream& out) {
       << ", heads " << m.num_attention_heads << " (kv " << m.num_key_value_heads << "), ffn "
       << m.intermediate_size << ", vocab " << m.vocab_size << (m.gated_mlp ? ", gated MLP" : "")
       << (m.use_parallel_residual ? ", parallel block" : "")
-      << (m.sliding_window ? ", sliding window " + std::to_string(*m.sliding_window) : "") << "\n";
+      << (m.sliding_window ? ", sliding window " + std::to_string(*m.sliding_window) : "")
+      << ", dropout " << num("%g", m.hidden_dropout) << " hidden / " << num("%g", m.attention_dropout)
+      << " attention\n";
   out << "  parameters                " << num("%.4g", parameter_count(m)) << "\n";
   out << "  model FLOPs per token     " << num("%.4g", model_flops_per_token(job))
       << "  (Megatron-Core convention, attended span)\n";
