@@ -1,6 +1,7 @@
 // The model section: native A2 keys, or an unmodified Hugging Face config.json.
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 
 #include <spdlog/spdlog.h>
 
@@ -112,16 +113,15 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
   // transformers classes of the others (Llama, GPT-NeoX, Mistral, Qwen, Falcon) default to 0.
   const double drop_default = hf ? 0.0 : 0.1;
   constexpr double kMaxDropout = 0.5;  // beyond this no LLM trains; likely a percentage typo
-  std::optional<double> hf_hidden;
-  if (hf) {
-    hf_hidden = r.number_opt("resid_pdrop", 0, kMaxDropout);
-    if (!hf_hidden) hf_hidden = r.number_opt("dropout", 0, kMaxDropout);
-  }
-  m.hidden_dropout =
-      r.number_opt("hidden_dropout", 0, kMaxDropout).value_or(hf_hidden.value_or(drop_default));
-  m.attention_dropout = r.number_opt("attention_dropout", 0, kMaxDropout)
-                            .value_or(hf ? r.number_opt("attn_pdrop", 0, kMaxDropout).value_or(drop_default)
-                                         : drop_default);
+  // The first key present wins; later spellings are not read.
+  auto first_of = [&](std::initializer_list<const char*> keys) -> double {
+    for (const char* key : keys) {
+      if (const auto p = r.number_opt(key, 0, kMaxDropout)) return *p;
+    }
+    return drop_default;
+  };
+  m.hidden_dropout = hf ? first_of({"hidden_dropout", "resid_pdrop", "dropout"}) : first_of({"hidden_dropout"});
+  m.attention_dropout = hf ? first_of({"attention_dropout", "attn_pdrop"}) : first_of({"attention_dropout"});
   if (const auto rope = r.bool_opt("rope")) {
     m.rope = *rope;
   } else if (hf) {

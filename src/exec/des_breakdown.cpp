@@ -5,9 +5,10 @@
 // contention slow-down) or a gap before a task. A gap is blamed on the dependency that
 // arrived last: a pipeline transfer makes the part of the gap during which the transfer was
 // on the wire exposed PP time and the rest (waiting for the producing stage) pipeline bubble;
-// a DP collective likewise makes the part of the gap it was running exposed DP time and the
-// rest (it could not start before another stage drained) bubble; another stage's compute (fill/drain, or the
-// gradient-norm barrier before the optimizer) makes it bubble. The parts add up to the step.
+// a DP collective likewise makes the part of the gap after its inputs were ready exposed DP
+// time and the rest (it could not start before another stage drained) bubble; another
+// stage's compute (fill/drain, or the gradient-norm barrier before the optimizer) makes it
+// bubble. The parts add up to the step.
 #include <algorithm>
 
 #include "des_ecmp.hpp"
@@ -66,12 +67,17 @@ void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, doub
     b.exposed_pp_comm_s += pp;
     b.pipeline_bubble_s += gap_s - pp;
   } else if (is_dp_collective(dep.kind)) {
-    // Only the part of the gap the collective was running, or waiting for its late-posting
-    // member (launch_delay_s: GC skew), counts as DP; before that the rank was waiting for what
-    // the collective itself waited for (another stage's drain), i.e. pipeline bubble.
+    // Only the part of the gap after the collective's own inputs were ready counts as DP: from
+    // then on the rank waits for DP traffic (this collective, an earlier one ahead of it on the
+    // DP stream, or a late-posting member: GC skew). Before that it waited for what the
+    // collective itself waited for (another stage's drain): pipeline bubble.
     const TaskTiming& x = ex.timing(r, binding);
-    const double posted_s = x.start_s - dep.launch_delay_s;
-    const double wire_s = std::max(0.0, x.end_s - std::max(posted_s, prev_end_s));
+    double ready_s = x.start_s - dep.launch_delay_s;
+    if (!dep.deps.empty()) {
+      ready_s = 0;
+      for (TaskIndex d : dep.deps) ready_s = std::max(ready_s, ex.timing(r, d).end_s);
+    }
+    const double wire_s = std::max(0.0, x.end_s - std::max(ready_s, prev_end_s));
     const double dp = std::min(gap_s, wire_s);
     b.exposed_dp_comm_s += dp;
     b.pipeline_bubble_s += gap_s - dp;

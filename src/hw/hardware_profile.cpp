@@ -3,6 +3,7 @@
 #include "megasim/hw/hardware_profile.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "megasim/core/error.hpp"
@@ -20,9 +21,11 @@ double num(const nlohmann::json& j, const std::string& path, const char* key, do
     throw InputError(join_path(p, "source"), "must be a non-empty string");
   if (!f.at("value").is_number()) throw InputError(join_path(p, "value"), "must be a number");
   const double v = f.at("value").get<double>();
-  if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(join_path(p, "value"),
-                     "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    char rule[160];
+    std::snprintf(rule, sizeof rule, "must be between %.6g and %.6g, got %.6g", lo, hi, v);
+    throw InputError(join_path(p, "value"), rule);
+  }
   return v;
 }
 

@@ -5,8 +5,8 @@
 //   norm:            unfused 2 passes over x (statistics, then normalise) + write; fused 1 + write
 //   bias + GeLU:     unfused bias-add (r+w) then GeLU (r+w); fused one pass (r+w)
 //   bias-dropout-add unfused bias (r+w), dropout (r+w+mask), residual add (2r+w); fused 2r+w+mask
-//   with hidden_dropout 0 torch skips the dropout: bias (if any) and the residual add remain,
-//   and its backward is the identity (no kernel).
+//   without a bias the unfused bias-add is absent; with hidden_dropout 0 torch skips the
+//   dropout: bias (if any) and the residual add remain, and the backward is the identity.
 #include "megasim/model/layer_ops.hpp"
 
 #include <algorithm>
@@ -131,10 +131,13 @@ LayerOp bda_fwd(const Dims& x, const char* name) {
     if (x.fused || !x.bias) return mem(name, OpKind::Elementwise, 3.0 * n * x.e, 1);
     return mem(name, OpKind::Elementwise, 5.0 * n * x.e, 2);
   }
-  return x.fused ? mem(name, OpKind::Elementwise, 3.0 * n * x.e + n, 1)
-                 : mem(name, OpKind::Elementwise, 7.0 * n * x.e + n, 3);
+  if (x.fused) return mem(name, OpKind::Elementwise, 3.0 * n * x.e + n, 1);
+  // Unfused: dropout (r+w+mask) and residual add (2r+w), after a bias add (r+w) if there is one.
+  return x.bias ? mem(name, OpKind::Elementwise, 7.0 * n * x.e + n, 3)
+                : mem(name, OpKind::Elementwise, 5.0 * n * x.e + n, 2);
 }
-// Dropout backward reads dy and the mask and writes dx; without dropout there is no kernel.
+// Dropout backward reads dy and the mask and writes dx; without dropout the backward is the
+// identity and launches nothing. (A bias's gradient reduction is not modelled either way.)
 void add_bda_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
   if (!x.hidden_dropout) return;
   const double n = resid_elems(x);

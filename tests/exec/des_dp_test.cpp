@@ -105,6 +105,23 @@ TEST(DesDp, DrainBeforeTheLastReductionIsBubbleNotDp) {
   EXPECT_NEAR(with_dp.breakdown.total_s(), with_dp.step_time_s, 1e-9);
 }
 
+// With DP overlap and VPP 2, the last chunk's reduce-scatter queues behind the previous
+// chunk's on the DP stream: the rank then waits for DP traffic, and that wait is exposed DP
+// (the whole cost the gradients add to the step), not bubble.
+TEST(DesDp, WaitBehindAnEarlierReductionIsDp) {
+  const JobSpec j = zero2_job(true);
+  StepCosts c = zero2_costs(j);
+  c.dp_grad_reduce_bytes = 8e9;
+  c.dp_param_gather_bytes = 0;
+  const StepReport with_dp = run(j, c);
+  c.dp_grad_reduce_bytes = 0;
+  const StepReport no_dp = run(j, c);
+  const double dp_cost_s = with_dp.step_time_s - no_dp.step_time_s;
+  EXPECT_GT(dp_cost_s, 30e-3);
+  EXPECT_NEAR(with_dp.breakdown.exposed_dp_comm_s, dp_cost_s, 0.05 * dp_cost_s);
+  EXPECT_NEAR(with_dp.breakdown.pipeline_bubble_s, no_dp.breakdown.pipeline_bubble_s, 1e-3);
+}
+
 TEST(DesDp, DdpAndZero3Run) {
   JobSpec j = destest::job(8, 2, 1, 32);
   StepCosts c = destest::costs(j, 4, 5e-3, 10e-3);
