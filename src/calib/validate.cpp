@@ -1,6 +1,7 @@
 #include "megasim/calib/validate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -27,23 +28,27 @@ nlohmann::json read_suite(const std::filesystem::path& file) {
   }
 }
 
-double metric_of(const StepReport& r, const std::string& metric) {
-  if (metric == "step_time_s") return r.step_time_s;
-  if (metric == "mfu") return r.mfu;
-  if (metric == "hfu") return r.hfu;
-  if (metric == "tokens_per_s") return r.tokens_per_s;
-  if (metric == "layer_forward_ms") return 1e3 * r.layer_time.forward_s;
-  if (metric == "layer_backward_ms") return 1e3 * r.layer_time.backward_s;
-  if (metric == "layer_fwd_bwd_ms") return 1e3 * (r.layer_time.forward_s + r.layer_time.backward_s);
-  throw InputError("published." + metric, "unknown metric in validation suite");
-}
+// The metrics a suite may publish, in the order a row prints them (time, throughput,
+// utilisation, layer times) rather than the alphabetical order of the suite's JSON object.
+struct Metric {
+  const char* name;
+  double (*of)(const StepReport&);
+};
+constexpr std::array<Metric, 7> kMetrics{{
+    {"step_time_s", [](const StepReport& r) { return r.step_time_s; }},
+    {"tokens_per_s", [](const StepReport& r) { return r.tokens_per_s; }},
+    {"mfu", [](const StepReport& r) { return r.mfu; }},
+    {"hfu", [](const StepReport& r) { return r.hfu; }},
+    {"layer_forward_ms", [](const StepReport& r) { return 1e3 * r.layer_time.forward_s; }},
+    {"layer_backward_ms", [](const StepReport& r) { return 1e3 * r.layer_time.backward_s; }},
+    {"layer_fwd_bwd_ms", [](const StepReport& r) { return 1e3 * (r.layer_time.forward_s + r.layer_time.backward_s); }},
+}};
 
-// A row's metrics in reading order (time, throughput, utilisation, layer times) rather than the
-// alphabetical order of the suite's JSON object.
-const std::vector<std::string>& metric_order() {
-  static const std::vector<std::string> order{"step_time_s", "tokens_per_s", "mfu", "hfu",
-                                              "layer_forward_ms", "layer_backward_ms", "layer_fwd_bwd_ms"};
-  return order;
+void check_metrics_known(const nlohmann::json& published) {
+  for (const auto& [name, value] : published.items()) {
+    const bool known = std::any_of(kMetrics.begin(), kMetrics.end(), [&](const Metric& m) { return name == m.name; });
+    if (!known) throw InputError("published." + name, "unknown metric in validation suite");
+  }
 }
 
 ValidationCase make_case(const std::string& suite, const std::string& name,
@@ -262,11 +267,11 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
           r.suite + ": " + r.name + ": does not fit in GPU memory (" +
           fmt("%.1f of %.1f GiB)", reports[i].memory.total_bytes() / kGiB, reports[i].memory_capacity_bytes / kGiB));
     }
-    for (const auto& [metric, value] : r.published.items()) metric_of(reports[i], metric);  // unknown -> error
-    for (const auto& metric : metric_order()) {
-      if (!r.published.contains(metric)) continue;
-      result.cases.push_back(make_case(r.suite, r.name, metric, r.published.at(metric).get<double>(),
-                                       metric_of(reports[i], metric), false));
+    check_metrics_known(r.published);
+    for (const Metric& metric : kMetrics) {
+      if (!r.published.contains(metric.name)) continue;
+      result.cases.push_back(make_case(r.suite, r.name, metric.name, r.published.at(metric.name).get<double>(),
+                                       metric.of(reports[i]), false));
     }
   }
   summarise(result);

@@ -44,6 +44,15 @@ Critical find_critical(const DesExecutor& ex) {
   return best;
 }
 
+// Splits a gap that a communication task ending at end_s closed: the part after from_s (when the
+// communication could run) is exposed communication, the rest is pipeline bubble.
+void split_gap(double gap_s, double from_s, double end_s, double prev_end_s, double& exposed_s,
+               StepBreakdown& b) {
+  const double comm_s = std::min(gap_s, std::max(0.0, end_s - std::max(from_s, prev_end_s)));
+  exposed_s += comm_s;
+  b.pipeline_bubble_s += gap_s - comm_s;
+}
+
 void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, double prev_end_s,
                    StepBreakdown& b) {
   const StepGraph& g = ex.graph();
@@ -60,27 +69,20 @@ void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, doub
     return;
   }
   const StepTask& dep = g.tasks[binding];
+  const TaskTiming& x = ex.timing(r, binding);
   if (dep.kind == TaskKind::PpTransfer) {
-    const TaskTiming& x = ex.timing(r, binding);
-    const double wire_s = std::max(0.0, x.end_s - std::max(x.start_s, prev_end_s));
-    const double pp = std::min(gap_s, wire_s);
-    b.exposed_pp_comm_s += pp;
-    b.pipeline_bubble_s += gap_s - pp;
+    split_gap(gap_s, x.start_s, x.end_s, prev_end_s, b.exposed_pp_comm_s, b);  // on the wire
   } else if (is_dp_collective(dep.kind)) {
     // Only the part of the gap after the collective's own inputs were ready counts as DP: from
     // then on the rank waits for DP traffic (this collective, an earlier one ahead of it on the
     // DP stream, or a late-posting member: GC skew). Before that it waited for what the
     // collective itself waited for (another stage's drain): pipeline bubble.
-    const TaskTiming& x = ex.timing(r, binding);
     double ready_s = x.start_s - dep.launch_delay_s;
     if (!dep.deps.empty()) {
       ready_s = 0;
       for (TaskIndex d : dep.deps) ready_s = std::max(ready_s, ex.timing(r, d).end_s);
     }
-    const double wire_s = std::max(0.0, x.end_s - std::max(ready_s, prev_end_s));
-    const double dp = std::min(gap_s, wire_s);
-    b.exposed_dp_comm_s += dp;
-    b.pipeline_bubble_s += gap_s - dp;
+    split_gap(gap_s, ready_s, x.end_s, prev_end_s, b.exposed_dp_comm_s, b);
   } else {
     b.pipeline_bubble_s += gap_s;
   }

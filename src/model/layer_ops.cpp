@@ -127,14 +127,17 @@ LayerOp norm_bwd(const Dims& x, const char* name) {
 }
 LayerOp bda_fwd(const Dims& x, const char* name) {
   const double n = resid_elems(x);
-  if (!x.hidden_dropout) {  // residual add, plus a separate bias add unless fused
-    if (x.fused || !x.bias) return mem(name, OpKind::Elementwise, 3.0 * n * x.e, 1);
-    return mem(name, OpKind::Elementwise, 5.0 * n * x.e, 2);
+  // The residual add (2r+w) always runs and the dropout mask is written once; unfused, the bias
+  // add (r+w) and the dropout (r+w) are kernels of their own.
+  double bytes = 3.0 * n * x.e + (x.hidden_dropout ? n : 0.0);
+  int kernels = 1;
+  for (const bool separate : {x.bias, x.hidden_dropout}) {
+    if (!x.fused && separate) {
+      bytes += 2.0 * n * x.e;
+      ++kernels;
+    }
   }
-  if (x.fused) return mem(name, OpKind::Elementwise, 3.0 * n * x.e + n, 1);
-  // Unfused: dropout (r+w+mask) and residual add (2r+w), after a bias add (r+w) if there is one.
-  return x.bias ? mem(name, OpKind::Elementwise, 7.0 * n * x.e + n, 3)
-                : mem(name, OpKind::Elementwise, 5.0 * n * x.e + n, 2);
+  return mem(name, OpKind::Elementwise, bytes, kernels);
 }
 // Dropout backward reads dy and the mask and writes dx; without dropout the backward is the
 // identity and launches nothing. (A bias's gradient reduction is not modelled either way.)

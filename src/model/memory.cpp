@@ -46,9 +46,10 @@ double layer_activation_bytes(const JobSpec& job) {
   double sharded = s * b * (4.0 * q + 4.0 * g * hd);       // Q, K, V and context (16-bit)
   sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
   const bool flash = job.system.attention_kernel != "unfused";
-  if (!flash && job.training.recompute != Recompute::Selective)
+  if (!flash && job.training.recompute != Recompute::Selective) {
     // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only
     sharded += (m.attention_dropout > 0 ? 5.0 : 2.0) * a * s * span * b;
+  }
   return (sp ? replicated / t : replicated) + sharded / t;
 }
 

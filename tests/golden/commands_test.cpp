@@ -8,6 +8,8 @@
 #include <map>
 
 #include "golden_support.hpp"
+#include "megasim/calib/validate.hpp"
+#include "megasim/core/error.hpp"
 
 namespace megasim {
 namespace {
@@ -162,6 +164,42 @@ TEST(Cli, ValidateNvidiaDgxcH100Suite) {
     last[model] = c["predicted"].get<double>();
   }
   EXPECT_TRUE(j["summary"]["nvidia_dgxc_h100_step_time"]["pass"].get<bool>());
+}
+
+// A row's metrics come out in reading order whatever the suite's JSON order, and a metric the
+// simulator does not report is an input error naming it.
+TEST(Validate, MetricsInReadingOrderAndUnknownMetricIsAnError) {
+  const auto dir = std::filesystem::temp_directory_path() / "megasim-validate-metrics";
+  std::filesystem::create_directories(dir);
+  const auto write_suite = [&](const nlohmann::json& published) {
+    std::ofstream(dir / "megascale-table2.json")
+        << nlohmann::json{{"base", "megascale-175b-12288"},
+                          {"rows", {{{"name", "row"}, {"set", nlohmann::json::array()}, {"published", published}}}}}
+               .dump();
+  };
+  const JobRunner runner = [](const std::string&, const std::vector<std::string>&) {
+    StepReport r;
+    r.step_time_s = 2;
+    r.mfu = 0.5;
+    r.tokens_per_s = 1000;
+    return r;
+  };
+  const StartupModel startup = [](std::int64_t, const std::string&, bool) { return 0.0; };
+  write_suite({{"mfu", 0.5}, {"tokens_per_s", 1000}, {"step_time_s", 2}});
+  const ValidationResult res = run_validation(dir.string(), "table2", runner, startup, [](const std::string&) {});
+  ASSERT_EQ(res.cases.size(), 3u);
+  EXPECT_EQ(res.cases[0].metric, "step_time_s");
+  EXPECT_EQ(res.cases[1].metric, "tokens_per_s");
+  EXPECT_EQ(res.cases[2].metric, "mfu");
+  write_suite({{"mfu", 0.5}, {"goodput", 0.9}});
+  try {
+    run_validation(dir.string(), "table2", runner, startup, [](const std::string&) {});
+    ADD_FAILURE() << "an unknown metric was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "published.goodput");
+    EXPECT_EQ(e.rule(), "unknown metric in validation suite");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // --set is a what-if reading for every simulated row: it moves the predictions, is recorded in
