@@ -166,7 +166,7 @@ void summarise(ValidationResult& r) {
   const double worst_h100_pct = worst_error_pct(r, "nvidia_dgxc_h100");
   if (worst_h100_pct >= 0) {
     check(s, "nvidia_dgxc_h100_step_time", worst_h100_pct <= 10.0,
-          fmt("Transfer, NeMo BF16 on 64-2,048 DGX H100s (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)",
+          fmt("Transfer, NeMo BF16 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)",
               worst_h100_pct));
   }
   bool init_ok = true, any_init = false;

@@ -29,6 +29,8 @@ constexpr std::array<EnumName<std::string_view>, 3> kAttentionKernels{{{"unfused
                                                                       {"flash-v2", "flash-v2"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "ffn"},
                                                                      {"all-linears", "all-linears"}}};
+constexpr std::array<EnumName<std::string_view>, 2> kDpOverlapGranularities{{{"chunk", "chunk"},
+                                                                           {"bucket", "bucket"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpstore"}, {"redis", "redis"}}};
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
@@ -44,6 +46,9 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   flag("tp_async_backward", s.tp_async_backward);
   flag("pp_overlap", s.pp_overlap);
   flag("dp_overlap", s.dp_overlap);
+  if (const auto g = r.enum_opt("dp_overlap_granularity", kDpOverlapGranularities)) {
+    s.dp_overlap_granularity = *g;
+  }
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
   flag("fused_kernels", s.fused_kernels);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) s.attention_kernel = *k;

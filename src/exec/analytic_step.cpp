@@ -39,6 +39,14 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
   return load;
 }
 
+// Communication comm_s split into n buckets released evenly across a pass of pass_s (or
+// needed evenly across it): what sticks out past the pass. The serial stream ends either one
+// bucket after the last release or comm_s after the first, whichever is later.
+double bucketed_exposed_s(double comm_s, double pass_s, int n) {
+  const double buckets = static_cast<double>(std::max(1, n));
+  return std::max(comm_s / buckets, comm_s - pass_s * (buckets - 1.0) / buckets);
+}
+
 }  // namespace
 
 StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
@@ -68,8 +76,14 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   // Chunk 0's share of its stage's DP bytes, the largest over stages: its backward ends the
   // step (its reduce-scatter is the exposed one) and its forward starts it (the first gather).
   double first_chunk_share = 0;
-  for (std::size_t s = 0; s < c.chunks.size(); ++s)
-    first_chunk_share = std::max(first_chunk_share, c.dp_share(static_cast<int>(s), 0));
+  const ChunkCosts* first_chunk = &c.chunks.front().front();
+  for (std::size_t s = 0; s < c.chunks.size(); ++s) {
+    const double share = c.dp_share(static_cast<int>(s), 0);
+    if (share > first_chunk_share) {
+      first_chunk_share = share;
+      first_chunk = &c.chunks[s].front();
+    }
+  }
   double dp_exposed_s = c.dp_reduce_time_s + c.dp_gather_time_s;
   double dp_hidden_s = 0;
   if (job.parallel.zero_stage == 3 && c.dp > 1) {
@@ -83,8 +97,12 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
                    (one_gather_s + c.dp_reduce_time_s) * first_chunk_share;
     dp_hidden_s = gathers_s + c.dp_reduce_time_s - dp_exposed_s;
   } else if (sys.dp_overlap && c.dp > 1) {
-    dp_exposed_s = (c.dp_reduce_time_s + (sys.dp_prefetch_first_all_gather ? 0.0 : c.dp_gather_time_s)) *
-                   first_chunk_share;
+    // With bucketed overlap the chunk's collectives start while its pass is still running.
+    const int n = first_chunk->dp_buckets;
+    dp_exposed_s = bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n) +
+                   (sys.dp_prefetch_first_all_gather
+                        ? 0.0
+                        : bucketed_exposed_s(c.dp_gather_time_s * first_chunk_share, first_chunk->fwd_s(), n));
     dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
   // Hidden communication is not free: its kernels share SMs and HBM with compute.

@@ -147,6 +147,7 @@ ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapCon
 }
 
 constexpr double kWeightBytesPerParam = 2.0;  // 16-bit weights, as ZeRO all-gathers them
+constexpr double kMaxDpBucketsPerChunk = 16.0;
 
 }  // namespace
 
@@ -228,6 +229,13 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
                        (layers * layer_parameters_per_tp_rank(job.model, tp) +
                         (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                         (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
+      if (sys.dp_overlap && sys.dp_overlap_granularity == "bucket") {
+        // Megatron-Core fills buckets of grad_bucket_elements in backward order; more than
+        // kMaxDpBucketsPerChunk would only add events (the exposed tail is already 1/cap).
+        const double buckets =
+            std::ceil(ch.param_bytes / kWeightBytesPerParam / hw.buffers.grad_bucket_elements);
+        ch.dp_buckets = static_cast<int>(std::clamp(buckets, 1.0, kMaxDpBucketsPerChunk));
+      }
       ch.first_layer = first_layer;
       ch.layers = layers;
       ch.has_embedding = has_embedding;

@@ -234,6 +234,44 @@ class Builder {
     return best;
   }
 
+  // Overlapped DP collectives of chunk c each way (system.dp_overlap_granularity).
+  int buckets(int s, int c) const {
+    if (o_.zero_stage > 2) return 1;
+    return std::max(1, chunk(s, c).dp_buckets);
+  }
+
+  // Splits pass t into n equal back-to-back pieces on its compute program, so that a DP
+  // bucket can be released by (or wait for) part of a pass: piece 0 keeps t's index and
+  // inputs, and everything that waited for the whole pass now waits for the last piece.
+  std::vector<TaskIndex> split_pass(int s, TaskIndex t, int n) {
+    std::vector<TaskIndex> pieces{t};
+    if (n <= 1) return pieces;
+    const double f = 1.0 / static_cast<double>(n);
+    StepTask& whole = g_.tasks[t];
+    whole.compute_s *= f;
+    whole.tp_exposed_s *= f;
+    whole.cp_exposed_s *= f;
+    whole.other_s *= f;
+    whole.fixed_s *= f;
+    StepTask piece = whole;
+    piece.deps.clear();
+    const auto first_new = static_cast<TaskIndex>(g_.tasks.size());
+    for (int k = 1; k < n; ++k) {
+      StepTask next = piece;
+      next.deps.push_back(pieces.back());
+      pieces.push_back(add(std::move(next)));
+    }
+    for (TaskIndex u = 0; u < first_new; ++u) {
+      for (TaskIndex& d : g_.tasks[u].deps) {
+        if (d == t) d = pieces.back();
+      }
+    }
+    auto& ord = order(s);
+    const auto at = std::find(ord.begin(), ord.end(), t);
+    ord.insert(at + 1, pieces.begin() + 1, pieces.end());
+    return pieces;
+  }
+
   void add_dp(int s) {
     auto& ready = grads_ready_;
     const double grad = c_.dp_grad_reduce_bytes;
@@ -252,12 +290,19 @@ class Builder {
     if (per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
         const TaskIndex lb = last_backward(s, c);
-        const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c), c, -1, key_of(lb));
-        g_.tasks[r].deps.push_back(lb);
-        ready.push_back(r);
-        if (key_of(lb) > last_key) {
-          last_key = key_of(lb);
-          last_reduce = r;
+        // One reduction per bucket, each released by the piece of the chunk's last backward
+        // that produces its gradients (one piece, the whole pass, per chunk by default).
+        const std::vector<TaskIndex> pieces = split_pass(s, lb, buckets(s, c));
+        const double n = static_cast<double>(pieces.size());
+        for (std::size_t k = 0; k < pieces.size(); ++k) {
+          const double key = key_of(lb) + static_cast<double>(k + 1) / (n + 1.0);
+          const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c) / n, c, -1, key);
+          g_.tasks[r].deps.push_back(pieces[k]);
+          ready.push_back(r);
+          if (key > last_key) {
+            last_key = key;
+            last_reduce = r;
+          }
         }
       }
     } else {
@@ -266,7 +311,7 @@ class Builder {
       ready.push_back(last_reduce);
     }
     g_.tasks[last_reduce].launch_delay_s = c_.gc_skew_s;
-    ready.push_back(last);
+    ready.push_back(order(s).back());  // the last pass's last piece when it was split
     if (o_.zero_stage == 3) {
       // Re-gather each chunk's parameters before every pass, two passes ahead.
       const auto& ord = order(s);
@@ -281,10 +326,16 @@ class Builder {
       }
     } else if (o_.zero_stage >= 1 && o_.dp_overlap) {
       for (int c = 0; c < c_.vpp; ++c) {
-        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c), c, -1,
-                                            -1.0 + c * 1e-3);
-        if (c == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
-        g_.tasks[first_forward(s, c)].deps.push_back(ag);
+        // Gathered in bucket order ahead of the first forward; each piece of that forward
+        // waits only for its own bucket.
+        const std::vector<TaskIndex> pieces = split_pass(s, first_forward(s, c), buckets(s, c));
+        const double n = static_cast<double>(pieces.size());
+        for (std::size_t k = 0; k < pieces.size(); ++k) {
+          const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c) / n, c, -1,
+                                              -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6);
+          if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
+          g_.tasks[pieces[k]].deps.push_back(ag);
+        }
       }
     }
   }

@@ -201,6 +201,10 @@ TEST(Validate, SystemPresetAndOverrides) {
   EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-lm");
   j["system"] = {{"attention_kernel", "flash-v3"}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2");
+  j["system"] = {{"dp_overlap_granularity", "bucket"}};
+  EXPECT_EQ(test::parse(j).system.dp_overlap_granularity, "bucket");
+  j["system"] = {{"dp_overlap_granularity", "layer"}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.dp_overlap_granularity", "valid: chunk, bucket");
   j["system"] = {{"straggler_host_fraction", 1.5}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.straggler_host_fraction", "must be between 0 and 1");
 }

@@ -59,16 +59,39 @@ TEST(AnalyticStep, BlockingPipelineTransfersAreExposed) {
   EXPECT_NEAR(o.breakdown.exposed_pp_comm_s, 2e-4, 1e-12);
 }
 
-TEST(AnalyticStep, DpOverlapLeavesOneOverTwoVExposed) {
-  // RS 0.6 s and AG 0.6 s; v = 6. No overlap: 1.2 s exposed. Overlap with prefetch: only the
-  // last chunk's reduce-scatter, 0.6/6 = 0.1 s = 1.2 s / (2 v) (MegaScale 3.2).
-  auto c = uniform_costs(2, 6, 12);
+// DP 4 with a 0.6 s reduce-scatter and a 0.6 s all-gather.
+StepCosts dp_costs(int p, int v, std::int64_t m) {
+  auto c = uniform_costs(p, v, m);
   c.dp = 4;
   c.dp_reduce_time_s = 0.6;
   c.dp_gather_time_s = 0.6;
-  EXPECT_NEAR(estimate_step_analytic(job_with(true, false, false), c).breakdown.exposed_dp_comm_s, 1.2, 1e-12);
-  EXPECT_NEAR(estimate_step_analytic(job_with(true, true, true), c).breakdown.exposed_dp_comm_s, 0.1, 1e-12);
-  EXPECT_NEAR(estimate_step_analytic(job_with(true, true, false), c).breakdown.exposed_dp_comm_s, 0.2, 1e-12);
+  return c;
+}
+double exposed_dp_s(const StepCosts& c, bool overlap, bool prefetch) {
+  return estimate_step_analytic(job_with(true, overlap, prefetch), c).breakdown.exposed_dp_comm_s;
+}
+
+TEST(AnalyticStep, DpOverlapLeavesOneOverTwoVExposed) {
+  // v = 6. No overlap: 1.2 s exposed. Overlap with prefetch: only the last chunk's
+  // reduce-scatter, 0.6/6 = 0.1 s = 1.2 s / (2 v) (MegaScale 3.2).
+  const auto c = dp_costs(2, 6, 12);
+  EXPECT_NEAR(exposed_dp_s(c, false, false), 1.2, 1e-12);
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.1, 1e-12);
+  EXPECT_NEAR(exposed_dp_s(c, true, false), 0.2, 1e-12);
+}
+
+TEST(AnalyticStep, BucketedDpOverlapStartsDuringThePass) {
+  // One chunk per stage (v = 1), its backward 2 ms per micro-batch. Per-chunk overlap leaves
+  // the whole 0.6 s reduce-scatter exposed. In 4 buckets released every 0.5 ms of the last
+  // backward: the stream ends max(last release + 0.15, first release + 0.6) = 0.6005 s
+  // after the pass starts, 0.5985 s after it ends. A reduction shorter than the pass (1 ms)
+  // leaves only its last bucket: 0.25 ms.
+  auto c = dp_costs(2, 1, 4);
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.6, 1e-12);
+  for (auto& stage : c.chunks) stage.front().dp_buckets = 4;
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.5985, 1e-12);
+  c.dp_reduce_time_s = 1e-3;
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.25e-3, 1e-12);
 }
 
 TEST(AnalyticStep, SlowestStageSetsThePace) {

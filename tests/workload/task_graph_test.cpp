@@ -207,5 +207,41 @@ TEST(TaskGraph, EveryScheduleShapeIsDeadlockFree) {
   }
 }
 
+// Bucketed DP overlap (Megatron-Core): each chunk's last backward and first forward split
+// into one piece per bucket; bucket k's reduce-scatter waits only for backward piece k,
+// forward piece k only for all-gather k, and the pieces keep the pass's total work.
+TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
+  for (const bool pp_overlap : {false, true}) {
+    StepCosts c = costs(2, 2, 4, 4);
+    for (auto& st : c.chunks)
+      for (auto& ch : st) ch.dp_buckets = 3;
+    WorkloadOptions o;
+    o.zero_stage = 2;
+    o.dp_overlap = true;
+    o.pp_overlap = pp_overlap;
+    const StepGraph g = build_step_graph(c, o);
+    EXPECT_TRUE(runs_to_completion(g));
+    EXPECT_EQ(count(g, TaskKind::DpReduceScatter), 12U);
+    EXPECT_EQ(count(g, TaskKind::DpAllGather), 12U);
+    EXPECT_EQ(count(g, TaskKind::Backward), 16U + 4U * 2U);
+    EXPECT_EQ(count(g, TaskKind::Forward), 16U + 4U * 2U);
+    double bwd = 0, rs = 0;
+    for (const auto& t : g.tasks) {
+      if (t.stage != 0) continue;
+      if (t.kind == TaskKind::Backward) bwd += t.compute_s;
+      if (t.kind == TaskKind::DpReduceScatter) {
+        rs += t.bytes;
+        ASSERT_EQ(t.deps.size(), 1U);
+        EXPECT_EQ(g.tasks[t.deps[0]].kind, TaskKind::Backward);
+        EXPECT_DOUBLE_EQ(g.tasks[t.deps[0]].compute_s, 2.0 / 3.0);
+      }
+    }
+    EXPECT_DOUBLE_EQ(bwd, 2.0 * 2 * 4);
+    EXPECT_DOUBLE_EQ(rs, 1000.0);
+    // The pieces run back to back on the compute program, each after its predecessor.
+    for (const auto& ord : g.compute_order) EXPECT_EQ(ord.size(), 1U + 16U + 8U + 2U);
+  }
+}
+
 }  // namespace
 }  // namespace megasim

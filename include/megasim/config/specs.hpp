@@ -127,6 +127,12 @@ struct SystemSpec {
   bool tp_async_backward = false;
   bool pp_overlap = false;            // decoupled async send/recv in warm-up/cool-down
   bool dp_overlap = false;            // ZeRO AG before each chunk's forward, RS after its backward
+  // What one overlapped DP collective covers: "chunk" (MegaScale §3.2: a model chunk's AG
+  // before its first forward, its RS after its last backward) or "bucket" (Megatron-Core /
+  // NeMo overlap_grad_reduce / overlap_param_gather: gradient buckets of the hardware
+  // profile's grad_bucket_elements reduce as the backward produces them, parameter buckets
+  // gather as the forward reaches them).
+  std::string dp_overlap_granularity = "chunk";
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
   std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2"
