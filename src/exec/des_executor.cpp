@@ -52,6 +52,7 @@ DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepG
   timing_.assign(total_, {});
   collective_ready_count_.assign(n, 0);
   dp_active_.assign(static_cast<std::size_t>(replicas_) * static_cast<std::size_t>(graph_.stages), 0);
+  running_.assign(dp_active_.size(), {});
 
   // Sampling period of the trace's link counters: ~200 samples over a rough step estimate.
   if (!opts_.trace_path.empty()) {
@@ -108,17 +109,53 @@ void DesExecutor::finish(int r, TaskIndex t) {
   }
 }
 
+// Communication kernels running beside compute share SMs and HBM bandwidth: while a DP
+// collective of the stage is in flight the pass's kernels (compute_s of its duration) run
+// dp_overlap_compute_slowdown slower, for exactly the time the two overlap.
 void DesExecutor::start_compute(int r, TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
-  double dur = task.duration_s();
-  // Communication kernels running beside compute share SMs and HBM bandwidth.
-  const int active = dp_active_[static_cast<std::size_t>(r * graph_.stages + task.stage)];
-  if (active > 0 && task.compute_s > 0) {
-    const double extra = task.compute_s * costs_.dp_overlap_compute_slowdown;
-    timing_[idx(r, t)].slowdown_s = extra;
-    dur += extra;
-  }
-  engine_.schedule_after(SimTime::from_seconds(dur), [this, r, t] { finish(r, t); });
+  const double dur = task.duration_s();
+  const auto slot = static_cast<std::size_t>(r * graph_.stages + task.stage);
+  RunningCompute& rc = running_[slot];
+  rc.busy = true;
+  rc.task = t;
+  rc.remaining_s = dur;
+  rc.since_s = engine_.now().seconds();
+  rc.contended = dur > 0 ? 1.0 + costs_.dp_overlap_compute_slowdown * task.compute_s / dur : 1.0;
+  rc.stretch = dp_active_[slot] > 0 ? rc.contended : 1.0;
+  schedule_compute_finish(r, task.stage);
+}
+
+void DesExecutor::schedule_compute_finish(int r, int stage) {
+  RunningCompute& rc = running_[static_cast<std::size_t>(r * graph_.stages + stage)];
+  const TaskIndex t = rc.task;
+  rc.finish = engine_.schedule_after(SimTime::from_seconds(rc.remaining_s * rc.stretch),
+                                     [this, r, t] { finish_compute(r, t); });
+}
+
+void DesExecutor::finish_compute(int r, TaskIndex t) {
+  RunningCompute& rc = running_[static_cast<std::size_t>(r * graph_.stages + graph_.tasks[t].stage)];
+  rc.busy = false;
+  rc.finish = kNoEvent;
+  TaskTiming& tm = timing_[idx(r, t)];
+  tm.slowdown_s = std::max(0.0, engine_.now().seconds() - tm.start_s - graph_.tasks[t].duration_s());
+  finish(r, t);
+}
+
+void DesExecutor::dp_activity(int r, int stage, int delta) {
+  const auto slot = static_cast<std::size_t>(r * graph_.stages + stage);
+  const bool was = dp_active_[slot] > 0;
+  dp_active_[slot] += delta;
+  const bool is = dp_active_[slot] > 0;
+  RunningCompute& rc = running_[slot];
+  if (was == is || !rc.busy || rc.contended == 1.0) return;
+  // Bring the pass's progress up to now at the old pace, then finish it at the new one.
+  const double now = engine_.now().seconds();
+  rc.remaining_s = std::max(0.0, rc.remaining_s - (now - rc.since_s) / rc.stretch);
+  rc.since_s = now;
+  rc.stretch = is ? rc.contended : 1.0;
+  engine_.cancel(rc.finish);
+  schedule_compute_finish(r, stage);
 }
 
 // Flows of one representative transfer from src_stage to dst_stage for DP replica `dp`:
@@ -220,13 +257,13 @@ void DesExecutor::start_collective(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto& plans = collective_plans(t);
   for (int q = 0; q < replicas_; ++q) {
-    ++dp_active_[static_cast<std::size_t>(q * graph_.stages + task.stage)];
+    dp_activity(q, task.stage, +1);
     timing_[idx(q, t)].start_s = engine_.now().seconds();
   }
   auto done = [this, t, stage = task.stage] {
     if (--inst_[idx(0, t)].pending > 0) return;
     for (int q = 0; q < replicas_; ++q) {
-      --dp_active_[static_cast<std::size_t>(q * graph_.stages + stage)];
+      dp_activity(q, stage, -1);
       finish(q, t);
     }
   };

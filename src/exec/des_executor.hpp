@@ -69,12 +69,28 @@ class DesExecutor {
     TaskId task = 0;
   };
 
+  // The compute pass running on one (replica, stage). While a DP collective of that stage is
+  // in flight the pass's kernels share SMs and HBM with it and advance more slowly; its finish
+  // event moves whenever that changes.
+  struct RunningCompute {
+    bool busy = false;
+    TaskIndex task = 0;
+    EventId finish = kNoEvent;
+    double remaining_s = 0;  // uncontended time still to run
+    double since_s = 0;      // when remaining_s was last brought up to date
+    double stretch = 1;      // wall seconds per uncontended second now
+    double contended = 1;    // stretch while a DP collective runs beside it
+  };
+
   std::size_t idx(int r, TaskIndex t) const {
     return static_cast<std::size_t>(r) * graph_.tasks.size() + t;
   }
   void start(int r, TaskIndex t);
   void finish(int r, TaskIndex t);
   void start_compute(int r, TaskIndex t);
+  void finish_compute(int r, TaskIndex t);
+  void dp_activity(int r, int stage, int delta);  // a DP collective of the stage starts (+1) / ends (-1)
+  void schedule_compute_finish(int r, int stage);
   void start_transfer(int r, TaskIndex t);
   void collective_ready(int r, TaskIndex t);
   void start_collective(TaskIndex t);  // every member has posted it: run it on the network
@@ -103,6 +119,7 @@ class DesExecutor {
   std::vector<TaskTiming> timing_;
   std::vector<int> collective_ready_count_;          // per graph task (full mode barrier)
   std::vector<int> dp_active_;                        // [replica * stages + stage]
+  std::vector<RunningCompute> running_;               // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
   std::map<std::tuple<int, int, double>, std::vector<CollectivePlan>> plan_cache_;
   std::vector<FlowKey> dp_keys_;

@@ -16,7 +16,8 @@
 // replica's compute and only its own flows; tests show both agree within 0.5%.
 //
 // Compute running while a DP collective of its stage is in flight is slowed by
-// StepCosts::dp_overlap_compute_slowdown (SM/HBM contention; from the hardware profile).
+// StepCosts::dp_overlap_compute_slowdown (SM/HBM contention; from the hardware profile) for
+// exactly the time the two overlap: a pass's finish moves when a collective starts or ends.
 #include <cstddef>
 #include <functional>
 #include <string>
