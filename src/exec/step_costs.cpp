@@ -230,10 +230,12 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
                         (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                         (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
       if (sys.dp_overlap && sys.dp_overlap_granularity == "bucket") {
-        // Megatron-Core fills buckets of grad_bucket_elements in backward order; more than
-        // kMaxDpBucketsPerChunk would only add events (the exposed tail is already 1/cap).
-        const double buckets =
-            std::ceil(ch.param_bytes / kWeightBytesPerParam / hw.buffers.grad_bucket_elements);
+        // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default
+        // (megatron/core/distributed/distributed_data_parallel.py: larger buckets at large DP
+        // keep each rank's ring chunk bandwidth-bound); more than kMaxDpBucketsPerChunk would
+        // only add events (the exposed tail is already 1/cap).
+        const double bucket_elements = std::max(hw.buffers.grad_bucket_elements, 1e6 * static_cast<double>(dp));
+        const double buckets = std::ceil(ch.param_bytes / kWeightBytesPerParam / bucket_elements);
         ch.dp_buckets = static_cast<int>(std::clamp(buckets, 1.0, kMaxDpBucketsPerChunk));
       }
       ch.first_layer = first_layer;
