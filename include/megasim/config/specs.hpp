@@ -129,8 +129,8 @@ struct SystemSpec {
   bool dp_overlap = false;            // ZeRO AG before each chunk's forward, RS after its backward
   // What one overlapped DP collective covers: "chunk" (MegaScale §3.2: a model chunk's AG
   // before its first forward, its RS after its last backward) or "bucket" (Megatron-Core /
-  // NeMo overlap_grad_reduce / overlap_param_gather: gradient buckets of the hardware
-  // profile's grad_bucket_elements reduce as the backward produces them, parameter buckets
+  // NeMo overlap_grad_reduce / overlap_param_gather: buckets of Megatron-Core's default
+  // max(grad_bucket_elements, 1M x DP) elements reduce as the backward produces them and
   // gather as the forward reaches them).
   std::string dp_overlap_granularity = "chunk";
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
