@@ -93,8 +93,11 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
     // the gradients' reduce-scatter follows each chunk's last backward as with DP overlap.
     const double one_gather_s = c.dp_gather_time_s / 2.0;  // StepCosts counts forward + backward
     const double gathers_s = 2.0 * m * one_gather_s;
-    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) +
-                   (one_gather_s + c.dp_reduce_time_s) * first_chunk_share;
+    // With gradient buckets the first gather exposes one bucket and the reduce-scatter runs
+    // beside the chunk's last backward.
+    const int n = first_chunk->dp_buckets;
+    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) + one_gather_s * first_chunk_share / n +
+                   bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n);
     dp_hidden_s = gathers_s + c.dp_reduce_time_s - dp_exposed_s;
   } else if (sys.dp_overlap && c.dp > 1) {
     // With bucketed overlap the chunk's collectives start while its pass is still running.

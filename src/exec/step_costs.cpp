@@ -229,7 +229,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
                        (layers * layer_parameters_per_tp_rank(job.model, tp) +
                         (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                         (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
-      if (sys.dp_overlap && sys.dp_overlap_granularity == "bucket") {
+      if ((sys.dp_overlap || par.zero_stage == 3) && sys.dp_overlap_granularity == "bucket") {
         // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default
         // (megatron/core/distributed/distributed_data_parallel.py: larger buckets at large DP
         // keep each rank's ring chunk bandwidth-bound); more than kMaxDpBucketsPerChunk would

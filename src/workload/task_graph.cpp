@@ -212,9 +212,6 @@ class Builder {
     return id;
   }
 
-  // Position of the pass in the compute program, as a DP-stream issue key.
-  double key_of(TaskIndex t) const { return static_cast<double>(position_.at(t)); }
-
   TaskIndex last_backward(int s, int c) const {
     TaskIndex best = 0;
     std::size_t pos = 0;
@@ -235,15 +232,13 @@ class Builder {
   }
 
   // Overlapped DP collectives of chunk c each way (system.dp_overlap_granularity).
-  int buckets(int s, int c) const {
-    if (o_.zero_stage > 2) return 1;
-    return std::max(1, chunk(s, c).dp_buckets);
-  }
+  int buckets(int s, int c) const { return std::max(1, chunk(s, c).dp_buckets); }
 
   // Splits pass t into n equal back-to-back pieces on its compute program, so that a DP
   // bucket can be released by (or wait for) part of a pass: piece 0 keeps t's index and
   // inputs, and everything that waited for the whole pass now waits for the last piece.
   std::vector<TaskIndex> split_pass(int s, TaskIndex t, int n) {
+    if (const auto done = pieces_.find(t); done != pieces_.end()) return done->second;
     std::vector<TaskIndex> pieces{t};
     if (n <= 1) return pieces;
     const double f = 1.0 / static_cast<double>(n);
@@ -269,6 +264,7 @@ class Builder {
     auto& ord = order(s);
     const auto at = std::find(ord.begin(), ord.end(), t);
     ord.insert(at + 1, pieces.begin() + 1, pieces.end());
+    pieces_[t] = pieces;
     return pieces;
   }
 
@@ -277,27 +273,40 @@ class Builder {
     const double grad = c_.dp_grad_reduce_bytes;
     const double param = c_.dp_param_gather_bytes;
     const TaskIndex load = order(s).front();
-    const TaskIndex last = order(s).back();
     if (c_.dp <= 1) {
-      ready.push_back(last);
+      ready.push_back(order(s).back());
       return;
     }
     const TaskKind reduce = o_.zero_stage == 0 ? TaskKind::DpAllReduce : TaskKind::DpReduceScatter;
     const bool per_chunk = o_.dp_overlap || o_.zero_stage == 3;
+    const bool gather_per_chunk = o_.zero_stage >= 1 && o_.zero_stage <= 2 && o_.dp_overlap;
+
+    // Split first, so that every DP-stream key below comes from the final compute program:
+    // ZeRO-3 gathers every pass's parameters bucket by bucket; ZeRO 0-2 reduce each chunk's
+    // gradients as its last backward produces them and gather before its first forward.
+    std::vector<std::vector<TaskIndex>> reduce_pieces, gather_pieces;  // [chunk]
+    if (o_.zero_stage == 3) {
+      const std::vector<TaskIndex> passes(order(s).begin() + 1, order(s).end());
+      for (const TaskIndex t : passes) split_pass(s, t, buckets(s, g_.tasks[t].chunk));
+    }
+    for (int c = 0; c < c_.vpp && per_chunk; ++c) reduce_pieces.push_back(split_pass(s, last_backward(s, c), buckets(s, c)));
+    for (int c = 0; c < c_.vpp && gather_per_chunk; ++c) gather_pieces.push_back(split_pass(s, first_forward(s, c), buckets(s, c)));
+    std::map<TaskIndex, double> pos;  // position on the stage's compute program
+    for (std::size_t i = 0; i < order(s).size(); ++i) pos[order(s)[i]] = static_cast<double>(i);
+
     // The stage's last gradient reduction is the one a late rank holds up (GC skew).
     TaskIndex last_reduce = 0;
     double last_key = -1;
     if (per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
-        const TaskIndex lb = last_backward(s, c);
         // One reduction per bucket, each released by the piece of the chunk's last backward
         // that produces its gradients (one piece, the whole pass, per chunk by default).
-        const std::vector<TaskIndex> pieces = split_pass(s, lb, buckets(s, c));
+        const auto& pieces = reduce_pieces[static_cast<std::size_t>(c)];
         const double n = static_cast<double>(pieces.size());
-        for (std::size_t k = 0; k < pieces.size(); ++k) {
-          const double key = key_of(lb) + static_cast<double>(k + 1) / (n + 1.0);
+        for (const TaskIndex piece : pieces) {
+          const double key = pos.at(piece) + 0.5;
           const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c) / n, c, -1, key);
-          g_.tasks[r].deps.push_back(pieces[k]);
+          g_.tasks[r].deps.push_back(piece);
           ready.push_back(r);
           if (key > last_key) {
             last_key = key;
@@ -306,29 +315,31 @@ class Builder {
         }
       }
     } else {
-      last_reduce = add_collective(s, reduce, grad, -1, -1, key_of(last));
+      const TaskIndex last = order(s).back();
+      last_reduce = add_collective(s, reduce, grad, -1, -1, pos.at(last));
       g_.tasks[last_reduce].deps.push_back(last);
       ready.push_back(last_reduce);
     }
     g_.tasks[last_reduce].launch_delay_s = c_.gc_skew_s;
-    ready.push_back(order(s).back());  // the last pass's last piece when it was split
+    ready.push_back(order(s).back());
     if (o_.zero_stage == 3) {
-      // Re-gather each chunk's parameters before every pass, two passes ahead.
+      // Re-gather each chunk's parameters (one bucket of them per piece) before every pass,
+      // two passes (pieces) ahead.
       const auto& ord = order(s);
       for (std::size_t i = 1; i < ord.size(); ++i) {
         const int ck = g_.tasks[ord[i]].chunk;
         const std::int64_t mb = g_.tasks[ord[i]].micro_batch;
         const double key = static_cast<double>(i) - 2.5;
-        const TaskIndex ag =
-            add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, ck), ck, mb, key);
+        const double bytes = param * c_.dp_share(s, ck) / buckets(s, ck);
+        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, bytes, ck, mb, key);
         g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
         g_.tasks[ord[i]].deps.push_back(ag);
       }
-    } else if (o_.zero_stage >= 1 && o_.dp_overlap) {
+    } else if (gather_per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
         // Gathered in bucket order ahead of the first forward; each piece of that forward
         // waits only for its own bucket.
-        const std::vector<TaskIndex> pieces = split_pass(s, first_forward(s, c), buckets(s, c));
+        const auto& pieces = gather_pieces[static_cast<std::size_t>(c)];
         const double n = static_cast<double>(pieces.size());
         for (std::size_t k = 0; k < pieces.size(); ++k) {
           const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c) / n, c, -1,
@@ -370,6 +381,7 @@ class Builder {
   std::map<int, std::vector<PassGroup>> groups_;   // [stage] blocking-exchange groups
   std::map<TaskIndex, std::size_t> group_of_;      // pass -> its group on its stage
   std::vector<TaskIndex> grads_ready_;
+  std::map<TaskIndex, std::vector<TaskIndex>> pieces_;  // split passes -> their pieces
   std::vector<std::vector<std::tuple<double, std::uint64_t, TaskIndex>>> dp_keys_;
   std::uint64_t seq_ = 0;
 };

@@ -195,6 +195,7 @@ TEST(Validate, SystemPresetAndOverrides) {
               s.async_data_preprocessing && s.data_loader_per_node && s.gc_stragglers_fixed && s.comm_init_ordered);
   EXPECT_EQ(s.attention_kernel, "flash-v2");
   EXPECT_EQ(s.comm_init_store, "redis");
+  EXPECT_EQ(s.dp_overlap_granularity, "chunk");  // MegaScale §3.2 overlaps per model chunk
   j["system"] = {{"preset", "megascale"}, {"tp_overlapp", false}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.tp_overlapp", "did you mean \"tp_overlap\"?");
   j["system"] = {{"preset", "deepspeed"}};

@@ -34,11 +34,8 @@ StepCosts zero2_costs(const JobSpec& j, double grad_bytes = 400e6, double param_
 // RS (1/v of the bytes) stays exposed and the first AG hides under data loading, so
 // exposed ~= T/v = 2T / (2v): the paper's factor 1/(2 * vpp).
 TEST(DesDp, ZeroExposedWithAndWithoutOverlapTextbook) {
-  JobSpec j = destest::job(8, 2, 2, 32);
-  j.parallel.zero_stage = 2;
-  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
-  c.dp_grad_reduce_bytes = 400e6;
-  c.dp_param_gather_bytes = 400e6;
+  JobSpec j = zero2_job(false);
+  StepCosts c = zero2_costs(j);
   c.data_loading_s = 50e-3;
   const StepReport plain = run(j, c);
   const double two_t = plain.breakdown.exposed_dp_comm_s;
@@ -167,6 +164,22 @@ TEST(DesDp, DdpAndZero3Run) {
   EXPECT_NEAR(z3.breakdown.total_s(), z3.step_time_s, 1e-9);
   // 4 nodes under one ToR set: no switch-to-switch link, so no ECMP statistics.
   EXPECT_FALSE(z3.ecmp.has_value());
+}
+
+// FSDP by bucket: each piece of a pass waits only for its own bucket of parameters, gathered
+// two pieces ahead, so the first gather of the step and the final reduce-scatter expose one
+// bucket each instead of the whole chunk.
+TEST(DesDp, Zero3BucketsExposeLessThanWholeChunkGathers) {
+  JobSpec j = destest::job(8, 2, 1, 32);
+  j.parallel.zero_stage = 3;
+  StepCosts c = zero2_costs(j);
+  const StepReport whole = run(j, c);
+  for (auto& st : c.chunks)
+    for (auto& ch : st) ch.dp_buckets = 8;
+  const StepReport bucketed = run(j, c);
+  EXPECT_LT(bucketed.breakdown.exposed_dp_comm_s, 0.5 * whole.breakdown.exposed_dp_comm_s);
+  EXPECT_LT(bucketed.step_time_s, whole.step_time_s);
+  EXPECT_NEAR(bucketed.breakdown.total_s(), bucketed.step_time_s, 1e-9);
 }
 
 }  // namespace

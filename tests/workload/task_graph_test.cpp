@@ -1,6 +1,7 @@
 #include "megasim/workload/task_graph.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -240,6 +241,51 @@ TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
     EXPECT_DOUBLE_EQ(rs, 1000.0);
     // The pieces run back to back on the compute program, each after its predecessor.
     for (const auto& ord : g.compute_order) EXPECT_EQ(ord.size(), 1U + 16U + 8U + 2U);
+  }
+}
+
+// ZeRO-3 (FSDP) with buckets gathers one bucket of parameters before each piece of every
+// pass, two pieces ahead; the gradients still reduce once per chunk, bucket by bucket.
+TEST(TaskGraph, Zero3BucketsGatherBeforeEveryPiece) {
+  StepCosts c = costs(2, 2, 4, 4);
+  for (auto& st : c.chunks)
+    for (auto& ch : st) ch.dp_buckets = 3;
+  WorkloadOptions o;
+  o.zero_stage = 3;
+  const StepGraph g = build_step_graph(c, o);
+  EXPECT_TRUE(runs_to_completion(g));
+  EXPECT_EQ(count(g, TaskKind::Forward), 16U * 3U);
+  EXPECT_EQ(count(g, TaskKind::Backward), 16U * 3U);
+  EXPECT_EQ(count(g, TaskKind::DpAllGather), 2U * 16U * 3U);  // [stage][every piece]
+  EXPECT_EQ(count(g, TaskKind::DpReduceScatter), 2U * 2U * 3U);
+  double gathered = 0;
+  for (const auto& t : g.tasks)
+    if (t.kind == TaskKind::DpAllGather && t.stage == 0) gathered += t.bytes;
+  EXPECT_NEAR(gathered, 500.0 * 2 * 4, 1e-9);  // the stage's parameters, every pass
+}
+
+// Whatever the ZeRO stage, overlap, bucket count and pipeline shape, the compute programs and
+// the DP streams (each issued in key order) never wait on each other in a cycle.
+TEST(TaskGraph, EveryDpModeIsDeadlockFree) {
+  for (const int zero : {0, 1, 2, 3}) {
+    for (const bool dp_overlap : {false, true}) {
+      for (const int buckets : {1, 5}) {
+        for (const bool pp_overlap : {false, true}) {
+          for (const auto& [p, v, m] : {std::tuple{1, 1, 3}, std::tuple{2, 1, 4}, std::tuple{4, 2, 8}, std::tuple{3, 3, 3}}) {
+            StepCosts c = costs(p, v, m, 4);
+            for (auto& st : c.chunks)
+              for (auto& ch : st) ch.dp_buckets = buckets;
+            WorkloadOptions o;
+            o.zero_stage = zero;
+            o.dp_overlap = dp_overlap;
+            o.pp_overlap = pp_overlap;
+            EXPECT_TRUE(runs_to_completion(build_step_graph(c, o)))
+                << "zero " << zero << " dp_overlap " << dp_overlap << " buckets " << buckets << " pp_overlap "
+                << pp_overlap << " p " << p << " v " << v << " m " << m;
+          }
+        }
+      }
+    }
   }
 }
 
