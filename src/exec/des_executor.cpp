@@ -123,6 +123,7 @@ void DesExecutor::start_compute(int r, TaskIndex t) {
   rc.since_s = engine_.now().seconds();
   rc.contended = dur > 0 ? 1.0 + costs_.dp_overlap_compute_slowdown * task.compute_s / dur : 1.0;
   rc.stretch = dp_active_[slot] > 0 ? rc.contended : 1.0;
+  rc.stretched = rc.stretch != 1.0;
   schedule_compute_finish(r, task.stage);
 }
 
@@ -138,7 +139,8 @@ void DesExecutor::finish_compute(int r, TaskIndex t) {
   rc.busy = false;
   rc.finish = kNoEvent;
   TaskTiming& tm = timing_[idx(r, t)];
-  tm.slowdown_s = std::max(0.0, engine_.now().seconds() - tm.start_s - graph_.tasks[t].duration_s());
+  // Only a pass that ran beside a collective was slowed (the rest is picosecond rounding).
+  if (rc.stretched) tm.slowdown_s = std::max(0.0, engine_.now().seconds() - tm.start_s - graph_.tasks[t].duration_s());
   finish(r, t);
 }
 
@@ -154,6 +156,7 @@ void DesExecutor::dp_activity(int r, int stage, int delta) {
   rc.remaining_s = std::max(0.0, rc.remaining_s - (now - rc.since_s) / rc.stretch);
   rc.since_s = now;
   rc.stretch = is ? rc.contended : 1.0;
+  rc.stretched = rc.stretched || is;
   engine_.cancel(rc.finish);
   schedule_compute_finish(r, stage);
 }

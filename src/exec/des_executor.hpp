@@ -80,6 +80,7 @@ class DesExecutor {
     double since_s = 0;      // when remaining_s was last brought up to date
     double stretch = 1;      // wall seconds per uncontended second now
     double contended = 1;    // stretch while a DP collective runs beside it
+    bool stretched = false;  // ran beside a collective at some point
   };
 
   std::size_t idx(int r, TaskIndex t) const {

@@ -229,12 +229,18 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
                        (layers * layer_parameters_per_tp_rank(job.model, tp) +
                         (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                         (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
-      if ((sys.dp_overlap || par.zero_stage == 3) && sys.dp_overlap_granularity == "bucket") {
-        // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default
-        // (megatron/core/distributed/distributed_data_parallel.py: larger buckets at large DP
-        // keep each rank's ring chunk bandwidth-bound); more than kMaxDpBucketsPerChunk would
-        // only add events (the exposed tail is already 1/cap).
-        const double bucket_elements = std::max(hw.buffers.grad_bucket_elements, 1e6 * static_cast<double>(dp));
+      // Megatron-Core buckets only model chunk 0 (disable_bucketing=(model_chunk_idx > 0):
+      // later chunks' collectives overlap compute anyway); FSDP (ZeRO-3) gathers per unit in
+      // every chunk.
+      const bool bucketed_chunk = sys.dp_overlap_granularity == "bucket" &&
+                                  ((sys.dp_overlap && v == 0) || par.zero_stage == 3);
+      if (bucketed_chunk) {
+        // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default,
+        // DP counted with context parallelism (megatron/core/distributed/distributed_data_parallel.py:
+        // larger buckets at large DP keep each rank's ring chunk bandwidth-bound); more than
+        // kMaxDpBucketsPerChunk would only add events (the exposed tail is already 1/cap).
+        const double bucket_elements =
+            std::max(hw.buffers.grad_bucket_elements, 1e6 * static_cast<double>(dp) * cp);
         const double buckets = std::ceil(ch.param_bytes / kWeightBytesPerParam / bucket_elements);
         ch.dp_buckets = static_cast<int>(std::clamp(buckets, 1.0, kMaxDpBucketsPerChunk));
       }

@@ -1,6 +1,8 @@
 // StepCosts from the bundled MegaScale job: structure and hand-derived byte counts.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
@@ -52,6 +54,24 @@ TEST(StepCosts, ChunkParameterBytesAddUpToTheStage) {
               2.0 * (64512.0 * 12288 / 8 + 2048.0 * 12288), 1.0);
   EXPECT_GT(c.chunks[7][5].param_bytes, c.chunks[7][4].param_bytes);
   EXPECT_DOUBLE_EQ(c.chunks[3][0].param_bytes, c.chunks[3][5].param_bytes);
+}
+
+// Megatron-Core's bucket rule on the MegaScale plan (DP 192, CP 1): buckets of
+// max(40M, 192M) = 192M elements; a 2-layer chunk of 175B/TP 8 holds ~ 2 x 226M parameters
+// (+ the embedding on stage 0), so 3 buckets. Only model chunk 0 is bucketed; per-chunk
+// overlap (the preset) and ZeRO-3 without buckets keep one collective per chunk.
+TEST(StepCosts, BucketsOnlyChunkZeroByMegatronCoresRule) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto chunked = compute_step_costs(bundled(), catalog);
+  for (const auto& stage : chunked.chunks)
+    for (const auto& ch : stage) EXPECT_EQ(ch.dp_buckets, 1);
+  const auto c = compute_step_costs(bundled({"system.dp_overlap_granularity=bucket"}), catalog);
+  for (const auto& stage : c.chunks) {
+    const double elements = stage[0].param_bytes / 2.0;
+    EXPECT_EQ(stage[0].dp_buckets, static_cast<int>(std::ceil(elements / 192e6)));
+    EXPECT_GT(stage[0].dp_buckets, 1);
+    for (std::size_t v = 1; v < stage.size(); ++v) EXPECT_EQ(stage[v].dp_buckets, 1);
+  }
 }
 
 TEST(StepCosts, OverlapShrinksExposedTpTime) {
