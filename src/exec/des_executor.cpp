@@ -115,41 +115,42 @@ void DesExecutor::finish(int r, TaskIndex t) {
 void DesExecutor::start_compute(int r, TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const double dur = task.duration_s();
-  const auto slot = static_cast<std::size_t>(r * graph_.stages + task.stage);
-  RunningCompute& rc = running_[slot];
+  RunningCompute& rc = running_[slot(r, task.stage)];
   rc.busy = true;
   rc.task = t;
   rc.remaining_s = dur;
   rc.since_s = engine_.now().seconds();
   rc.contended = dur > 0 ? 1.0 + costs_.dp_overlap_compute_slowdown * task.compute_s / dur : 1.0;
-  rc.stretch = dp_active_[slot] > 0 ? rc.contended : 1.0;
+  rc.stretch = dp_active_[slot(r, task.stage)] > 0 ? rc.contended : 1.0;
   rc.stretched = rc.stretch != 1.0;
   schedule_compute_finish(r, task.stage);
 }
 
 void DesExecutor::schedule_compute_finish(int r, int stage) {
-  RunningCompute& rc = running_[static_cast<std::size_t>(r * graph_.stages + stage)];
+  RunningCompute& rc = running_[slot(r, stage)];
   const TaskIndex t = rc.task;
   rc.finish = engine_.schedule_after(SimTime::from_seconds(rc.remaining_s * rc.stretch),
                                      [this, r, t] { finish_compute(r, t); });
 }
 
 void DesExecutor::finish_compute(int r, TaskIndex t) {
-  RunningCompute& rc = running_[static_cast<std::size_t>(r * graph_.stages + graph_.tasks[t].stage)];
+  RunningCompute& rc = running_[slot(r, graph_.tasks[t].stage)];
   rc.busy = false;
   rc.finish = kNoEvent;
   TaskTiming& tm = timing_[idx(r, t)];
   // Only a pass that ran beside a collective was slowed (the rest is picosecond rounding).
-  if (rc.stretched) tm.slowdown_s = std::max(0.0, engine_.now().seconds() - tm.start_s - graph_.tasks[t].duration_s());
+  if (rc.stretched) {
+    tm.slowdown_s = std::max(0.0, engine_.now().seconds() - tm.start_s - graph_.tasks[t].duration_s());
+  }
   finish(r, t);
 }
 
 void DesExecutor::dp_activity(int r, int stage, int delta) {
-  const auto slot = static_cast<std::size_t>(r * graph_.stages + stage);
-  const bool was = dp_active_[slot] > 0;
-  dp_active_[slot] += delta;
-  const bool is = dp_active_[slot] > 0;
-  RunningCompute& rc = running_[slot];
+  int& active = dp_active_[slot(r, stage)];
+  const bool was = active > 0;
+  active += delta;
+  const bool is = active > 0;
+  RunningCompute& rc = running_[slot(r, stage)];
   if (was == is || !rc.busy || rc.contended == 1.0) return;
   // Bring the pass's progress up to now at the old pace, then finish it at the new one.
   const double now = engine_.now().seconds();

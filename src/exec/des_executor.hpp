@@ -86,6 +86,8 @@ class DesExecutor {
   std::size_t idx(int r, TaskIndex t) const {
     return static_cast<std::size_t>(r) * graph_.tasks.size() + t;
   }
+  // Index of one (replica, stage) in dp_active_ and running_.
+  std::size_t slot(int r, int stage) const { return static_cast<std::size_t>(r * graph_.stages + stage); }
   void start(int r, TaskIndex t);
   void finish(int r, TaskIndex t);
   void start_compute(int r, TaskIndex t);

@@ -289,8 +289,10 @@ class Builder {
       const std::vector<TaskIndex> passes(order(s).begin() + 1, order(s).end());
       for (const TaskIndex t : passes) split_pass(s, t, buckets(s, g_.tasks[t].chunk));
     }
-    for (int c = 0; c < c_.vpp && per_chunk; ++c) reduce_pieces.push_back(split_pass(s, last_backward(s, c), buckets(s, c)));
-    for (int c = 0; c < c_.vpp && gather_per_chunk; ++c) gather_pieces.push_back(split_pass(s, first_forward(s, c), buckets(s, c)));
+    for (int c = 0; c < c_.vpp; ++c) {
+      if (per_chunk) reduce_pieces.push_back(split_pass(s, last_backward(s, c), buckets(s, c)));
+      if (gather_per_chunk) gather_pieces.push_back(split_pass(s, first_forward(s, c), buckets(s, c)));
+    }
     std::map<TaskIndex, double> pos;  // position on the stage's compute program
     for (std::size_t i = 0; i < order(s).size(); ++i) pos[order(s)[i]] = static_cast<double>(i);
 

@@ -130,8 +130,9 @@ struct SystemSpec {
   // What one overlapped DP collective covers: "chunk" (MegaScale §3.2: a model chunk's AG
   // before its first forward, its RS after its last backward) or "bucket" (Megatron-Core /
   // NeMo overlap_grad_reduce / overlap_param_gather: buckets of Megatron-Core's default
-  // max(grad_bucket_elements, 1M x DP x CP) elements, model chunk 0 only, reduce as the backward produces them and
-  // gather as the forward reaches them; with ZeRO-3, before every pass, as FSDP units).
+  // max(grad_bucket_elements, 1M x DP x CP) elements, model chunk 0 only, reduce as the
+  // backward produces them and gather as the forward reaches them; with ZeRO-3, before every
+  // pass, as FSDP units).
   std::string dp_overlap_granularity = "chunk";
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
