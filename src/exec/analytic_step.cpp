@@ -108,8 +108,11 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
                         : bucketed_exposed_s(c.dp_gather_time_s * first_chunk_share, first_chunk->fwd_s(), n));
     dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
-  // Hidden communication is not free: its kernels share SMs and HBM with compute.
-  const double contention_s = c.dp_overlap_compute_slowdown * std::min(dp_hidden_s, pipeline_busy_s);
+  // Hidden communication is not free: its kernels take SMs from compute, which runs 1 + s times
+  // slower while they do. Over t seconds of overlap compute gets t / (1 + s) seconds of work
+  // done, so the step grows by t * s / (1 + s): the event engine's stretch, in closed form.
+  const double slow = c.dp_overlap_compute_slowdown;
+  const double contention_s = slow / (1.0 + slow) * std::min(dp_hidden_s, pipeline_busy_s);
 
   const double straggler_s = c.straggler_slowdown * (m * pace_s + bubble_s);
 

@@ -80,6 +80,15 @@ TEST(AnalyticStep, DpOverlapLeavesOneOverTwoVExposed) {
   EXPECT_NEAR(exposed_dp_s(c, true, false), 0.2, 1e-12);
 }
 
+TEST(AnalyticStep, HiddenDpCostsWhatTheSlowedComputeLoses) {
+  // v = 6, m = 480: 1.44 s of compute per stage hides 1.1 s of the 1.2 s of DP collectives.
+  // While they run compute goes 1 + s = 1.25 times slower, so 1.1 s of overlap gets 0.88 s of
+  // work done and the step grows by 0.22 s = 1.1 * s / (1 + s), the event engine's stretch.
+  auto c = dp_costs(2, 6, 480);
+  c.dp_overlap_compute_slowdown = 0.25;
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.1 + 0.22, 1e-12);
+}
+
 TEST(AnalyticStep, BucketedDpOverlapStartsDuringThePass) {
   // One chunk per stage (v = 1), its backward 2 ms per micro-batch. Per-chunk overlap leaves
   // the whole 0.6 s reduce-scatter exposed. In 4 buckets released every 0.5 ms of the last
