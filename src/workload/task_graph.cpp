@@ -33,6 +33,7 @@ std::string StepGraph::describe(TaskIndex t) const {
   if (k.kind == TaskKind::PpTransfer) s += "->" + std::to_string(k.peer_stage);
   if (k.chunk >= 0) s += " chunk " + std::to_string(k.chunk);
   if (k.micro_batch >= 0) s += " mb " + std::to_string(k.micro_batch);
+  if (k.buckets > 1) s += " bucket " + std::to_string(k.bucket + 1) + "/" + std::to_string(k.buckets);
   return s;
 }
 
@@ -248,11 +249,14 @@ class Builder {
     whole.cp_exposed_s *= f;
     whole.other_s *= f;
     whole.fixed_s *= f;
+    whole.bucket = 0;
+    whole.buckets = n;
     StepTask piece = whole;
     piece.deps.clear();
     const auto first_new = static_cast<TaskIndex>(g_.tasks.size());
     for (int k = 1; k < n; ++k) {
       StepTask next = piece;
+      next.bucket = k;
       next.deps.push_back(pieces.back());
       pieces.push_back(add(std::move(next)));
     }
@@ -266,6 +270,12 @@ class Builder {
     ord.insert(at + 1, pieces.begin() + 1, pieces.end());
     pieces_[t] = pieces;
     return pieces;
+  }
+
+  // A bucket's collective is named after the pass piece that produces or consumes it.
+  void same_bucket(TaskIndex collective, TaskIndex piece) {
+    g_.tasks[collective].bucket = g_.tasks[piece].bucket;
+    g_.tasks[collective].buckets = g_.tasks[piece].buckets;
   }
 
   void add_dp(int s) {
@@ -308,6 +318,7 @@ class Builder {
         for (const TaskIndex piece : pieces) {
           const double key = pos.at(piece) + 0.5;
           const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c) / n, c, -1, key);
+          same_bucket(r, piece);
           g_.tasks[r].deps.push_back(piece);
           ready.push_back(r);
           if (key > last_key) {
@@ -334,6 +345,7 @@ class Builder {
         const double key = static_cast<double>(i) - 2.5;
         const double bytes = param * c_.dp_share(s, ck) / buckets(s, ck);
         const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, bytes, ck, mb, key);
+        same_bucket(ag, ord[i]);
         g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
         g_.tasks[ord[i]].deps.push_back(ag);
       }
@@ -346,6 +358,7 @@ class Builder {
         for (std::size_t k = 0; k < pieces.size(); ++k) {
           const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c) / n, c, -1,
                                               -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6);
+          same_bucket(ag, pieces[k]);
           if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
           g_.tasks[pieces[k]].deps.push_back(ag);
         }

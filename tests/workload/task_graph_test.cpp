@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 namespace megasim {
 namespace {
 
@@ -242,6 +245,29 @@ TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
     // The pieces run back to back on the compute program, each after its predecessor.
     for (const auto& ord : g.compute_order) EXPECT_EQ(ord.size(), 1U + 16U + 8U + 2U);
   }
+}
+
+// Traces and deadlock reports tell the pieces of a split pass apart, and name each bucket's
+// collective after the piece it pairs with.
+TEST(TaskGraph, BucketPiecesAndTheirCollectivesHaveDistinctNames) {
+  StepCosts c = costs(2, 2, 4, 4);
+  for (auto& st : c.chunks)
+    for (auto& ch : st) ch.dp_buckets = 3;
+  WorkloadOptions o;
+  o.zero_stage = 2;
+  o.dp_overlap = true;
+  const StepGraph g = build_step_graph(c, o);
+  std::set<std::string> names;
+  for (TaskIndex t = 0; t < static_cast<TaskIndex>(g.tasks.size()); ++t) {
+    const StepTask& k = g.tasks[t];
+    if (k.kind == TaskKind::PpTransfer) continue;  // one per direction and boundary
+    EXPECT_TRUE(names.insert(g.describe(t)).second) << "duplicate name " << g.describe(t);
+    if (k.kind == TaskKind::DpReduceScatter) {
+      EXPECT_EQ(k.bucket, g.tasks[k.deps.front()].bucket);
+      EXPECT_EQ(k.buckets, 3);
+    }
+  }
+  EXPECT_EQ(names.count("stage 0 B chunk 0 mb 3 bucket 3/3"), 1U) << "pieces are numbered from 1";
 }
 
 // ZeRO-3 (FSDP) with buckets gathers one bucket of parameters before each piece of every

@@ -75,6 +75,10 @@ struct StepTask {
   int peer_stage = -1;           // PpTransfer: the receiving stage
   int chunk = -1;
   std::int64_t micro_batch = -1;
+  // A pass split into DP buckets (system.dp_overlap_granularity bucket), and each bucket's
+  // collective: which bucket of how many (0 of 0 when whole).
+  int bucket = 0;
+  int buckets = 0;
   // Compute-stream time, split by what it is for the breakdown.
   double compute_s = 0;          // kernels
   double tp_exposed_s = 0;       // exposed TP communication inside the pass
@@ -96,7 +100,7 @@ struct StepGraph {
   std::vector<StepTask> tasks;
   std::vector<std::vector<TaskIndex>> compute_order;  // [stage], program order
   std::vector<std::vector<TaskIndex>> dp_order;       // [stage], issue order
-  std::string describe(TaskIndex t) const;            // e.g. "stage 2 F chunk 1 mb 5"
+  std::string describe(TaskIndex t) const;            // e.g. "stage 2 F chunk 1 mb 5 bucket 2/4"
 };
 
 struct WorkloadOptions {
