@@ -9,7 +9,9 @@
 #include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/core/error.hpp"
+#include "megasim/config/catalog.hpp"
 #include "megasim/core/units.hpp"
+#include "megasim/exec/step_costs.hpp"
 #include "megasim/model/flops.hpp"
 #include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
@@ -31,7 +33,7 @@ std::string num(const char* f, double v) {
   return buf;
 }
 
-void explain(const JobSpec& job, std::int64_t max_rows, std::ostream& out) {
+void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_rows, std::ostream& out) {
   const auto& m = job.model;
   const auto& p = job.parallel;
   const auto& t = job.training;
@@ -70,7 +72,7 @@ void explain(const JobSpec& job, std::int64_t max_rows, std::ostream& out) {
     }
     out << ", " << num("%.4g", parameters_per_gpu(job, s)) << " parameters per GPU\n";
   }
-  const MemoryBreakdown mem = memory_per_gpu(job);
+  const MemoryBreakdown mem = memory_per_gpu(job, 0, buffers);
   out << "memory per GPU (stage 0, the peak under 1F1B):\n";
   out << "  weights           " << format_bytes(mem.weights_bytes) << "\n";
   out << "  gradients         " << format_bytes(mem.gradients_bytes) << "\n";
@@ -94,7 +96,9 @@ void register_explain_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--max-rows", args->max_rows, "placement rows to print (default 32)");
   cmd->callback([args, &ctx] {
     if (args->max_rows < 1) throw InputError("--max-rows", "must be >= 1");
-    explain(ctx.load_job(args->config, args->sets), args->max_rows, ctx.out);
+    const JobSpec job = ctx.load_job(args->config, args->sets);
+    const Catalog catalog = Catalog::open(ctx.catalog_dir);
+    explain(job, buffer_sizes(*load_step_cost_data(job, catalog)), args->max_rows, ctx.out);
   });
 }
 

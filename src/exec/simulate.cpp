@@ -27,7 +27,7 @@ double dense_peak_flops(const JobSpec& job) {
 }
 
 // Everything that follows from the step time alone: rates, utilisation, time to train.
-void fill_derived_fields(const JobSpec& job, StepReport& r) {
+void fill_derived_fields(const JobSpec& job, const BufferSizes& buffers, StepReport& r) {
   const double tokens_per_step =
       static_cast<double>(job.training.global_batch_size) * static_cast<double>(job.training.seq_length);
   const double gpus = static_cast<double>(job.cluster.num_gpus);
@@ -44,7 +44,7 @@ void fill_derived_fields(const JobSpec& job, StepReport& r) {
   if (job.training.train_tokens) {
     r.time_to_train_days = *job.training.train_tokens / r.tokens_per_s / 86400.0;
   }
-  r.memory = memory_per_gpu(job);
+  r.memory = memory_per_gpu(job, 0, buffers);
   r.memory_capacity_bytes = job.cluster.gpu.memory_bytes;
   r.memory_fits = r.memory.total_bytes() <= r.memory_capacity_bytes;
   const auto& p = job.parallel;
@@ -66,7 +66,7 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
   const StepCosts costs = compute_step_costs(job, catalog);
   StepReport r = opts.engine == EngineKind::Analytic ? estimate_step_analytic(job, costs)
                                                      : simulate_step_des(job, costs, catalog, opts);
-  fill_derived_fields(job, r);
+  fill_derived_fields(job, costs.buffers, r);
   r.layer_time = LayerTime{costs.layer_fwd_s, costs.layer_bwd_s};
   r.startup_s = communicator_startup_s(job, catalog);
   return r;

@@ -164,6 +164,8 @@ std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, cons
       load_default_nccl_model(catalog.root()), load_host_overheads(catalog)});
 }
 
+const BufferSizes& buffer_sizes(const StepCostData& data) { return data.hw.buffers; }
+
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog) {
   return compute_step_costs(job, *load_step_cost_data(job, catalog));
 }
@@ -304,6 +306,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const double slow_fraction = sys.straggler_host_fraction.value_or(job.cluster.straggler_host_fraction);
   const double slow_host_slowdown = sys.straggler_slowdown.value_or(job.cluster.straggler_slowdown);
   c.straggler_slowdown = slow_host_slowdown * (1.0 - std::pow(1.0 - slow_fraction, nodes));
+  c.buffers = hw.buffers;
   return c;
 }
 

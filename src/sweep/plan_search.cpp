@@ -124,7 +124,7 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
         const JobSpec job = apply_plan(base, candidates[i], opts.space.sequence_parallel);
         o.rejected = first_broken_rule(job);
         if (o.rejected) return;
-        o.peak_bytes = peak_memory_bytes(job);
+        o.peak_bytes = peak_memory_bytes(job, buffer_sizes(*cost_data));
         if (o.peak_bytes > capacity) {
           o.rejected = PlanRule::Memory;
           return;

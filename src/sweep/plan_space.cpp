@@ -175,11 +175,11 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
   return std::nullopt;
 }
 
-double peak_memory_bytes(const JobSpec& job) {
+double peak_memory_bytes(const JobSpec& job, const BufferSizes& buffers) {
   const int pp = job.parallel.pipeline_model_parallel_size;
-  double peak = memory_per_gpu(job, 0).total_bytes();
-  if (pp > 2) peak = std::max(peak, memory_per_gpu(job, 1).total_bytes());
-  if (pp > 1) peak = std::max(peak, memory_per_gpu(job, pp - 1).total_bytes());
+  double peak = memory_per_gpu(job, 0, buffers).total_bytes();
+  if (pp > 2) peak = std::max(peak, memory_per_gpu(job, 1, buffers).total_bytes());
+  if (pp > 1) peak = std::max(peak, memory_per_gpu(job, pp - 1, buffers).total_bytes());
   return peak;
 }
 

@@ -7,6 +7,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
 
 namespace megasim {
@@ -165,6 +166,23 @@ TEST(StepCosts, AsyncBackwardCollectivesHideBehindTheirGemms) {
   const auto ms_off = with({}, "system.tp_async_backward=false");
   const auto ms_on = with({}, "system.tp_async_backward=true");
   EXPECT_DOUBLE_EQ(ms_on.layer_bwd_s, ms_off.layer_bwd_s);
+}
+
+// The memory report counts the buffers of the job's hardware profile (configs/hw), not
+// compiled-in defaults: context and cuBLAS workspace once, one NCCL buffer set per communicator
+// (TP, DP, PP send/recv, embedding group at TP 8 / PP 8).
+TEST(StepCosts, MemoryCountsTheHardwareProfilesBuffers) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto job = bundled();
+  const auto data = load_step_cost_data(job, catalog);
+  const BufferSizes& b = buffer_sizes(*data);
+  ASSERT_GT(b.cuda_context_bytes, 0.0);
+  SimulateOptions a;
+  a.engine = EngineKind::Analytic;
+  const auto r = simulate_step(job, catalog, a);
+  EXPECT_DOUBLE_EQ(r.memory.buffers_bytes, memory_per_gpu(job, 0, b).buffers_bytes);
+  EXPECT_GE(r.memory.buffers_bytes,
+            b.cuda_context_bytes + b.cublas_workspace_bytes + 4 * b.nccl_bytes_per_communicator);
 }
 
 TEST(StepCosts, AnalyticAndDesEnginesAgreeWithoutContention) {

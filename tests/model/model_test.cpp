@@ -249,12 +249,12 @@ TEST(Memory, Megatron530BWithUnfusedAttentionNeedsSelectiveRecompute) {
   j.training.global_batch_size = 2240;
   j.system.attention_kernel = "unfused";
   const double gpu_bytes = 80.0 * 1024 * 1024 * 1024;
-  EXPECT_GT(memory_per_gpu(j, 0).total_bytes(), gpu_bytes);
+  EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), gpu_bytes);
   j.training.recompute = Recompute::Selective;
-  EXPECT_LT(memory_per_gpu(j, 0).total_bytes(), 0.5 * gpu_bytes);
+  EXPECT_LT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), 0.5 * gpu_bytes);
   j.training.recompute = Recompute::None;
   j.system.attention_kernel = "flash-v2";
-  EXPECT_LT(memory_per_gpu(j, 0).total_bytes(), 0.5 * gpu_bytes);
+  EXPECT_LT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), 0.5 * gpu_bytes);
 }
 
 TEST(Memory, ZeroSharding) {
@@ -262,15 +262,15 @@ TEST(Memory, ZeroSharding) {
   const double params = parameters_per_gpu(j, 3);  // a middle stage: 12 layers only
   EXPECT_NEAR(params, 12 * (12.0 * 12288 * 12288 / 8 + (3 * 12288 + 4 * 12288) / 8.0 + 2 * 12288 + 4 * 12288), 1.0);
   j.parallel.zero_stage = 1;
-  MemoryBreakdown m1 = memory_per_gpu(j, 3);
+  MemoryBreakdown m1 = memory_per_gpu(j, 3, BufferSizes{});
   EXPECT_DOUBLE_EQ(m1.weights_bytes, 2 * params);
   EXPECT_DOUBLE_EQ(m1.gradients_bytes, 4 * params);
   EXPECT_DOUBLE_EQ(m1.optimizer_states_bytes, 12 * params / 4);
   j.parallel.zero_stage = 3;
-  MemoryBreakdown m3 = memory_per_gpu(j, 3);
+  MemoryBreakdown m3 = memory_per_gpu(j, 3, BufferSizes{});
   EXPECT_DOUBLE_EQ(m3.weights_bytes, 2 * params / 4);
   EXPECT_DOUBLE_EQ(m3.gradients_bytes, 4 * params / 4);
-  EXPECT_GT(memory_per_gpu(j, 0).activations_bytes, memory_per_gpu(j, 3).activations_bytes);
+  EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).activations_bytes, memory_per_gpu(j, 3, BufferSizes{}).activations_bytes);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ TEST(PlanSpace, TextbookRejectionCounts) {
       ++counts[plan_rule_key(*rule)];
     } else {
       ++valid;
-      EXPECT_LE(peak_memory_bytes(job), job.cluster.gpu.memory_bytes);
+      EXPECT_LE(peak_memory_bytes(job, BufferSizes{}), job.cluster.gpu.memory_bytes);
     }
   }
   EXPECT_EQ(counts["num_gpus_divisible_by_tp_pp_cp"], 192);

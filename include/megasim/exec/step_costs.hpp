@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "megasim/config/specs.hpp"
+#include "megasim/model/memory.hpp"
 
 namespace megasim {
 
@@ -77,6 +78,7 @@ struct StepCosts {
   double gc_skew_s = 0;                  // late launch of the last DP collective (Python GC)
   double straggler_slowdown = 0;         // expected pipeline slow-down from straggler hosts
   double launch_overhead_per_chunk_s = 0;  // host-side GPU idle per chunk pass (p2p synchronize)
+  BufferSizes buffers;                   // the GPU's hardware profile, for the memory model
 };
 
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog);
@@ -88,5 +90,7 @@ StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog);
 struct StepCostData;
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog);
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data);
+// The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
+const BufferSizes& buffer_sizes(const StepCostData& data);
 
 }  // namespace megasim

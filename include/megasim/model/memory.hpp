@@ -4,18 +4,13 @@
 
 namespace megasim {
 
-// Software buffer sizes (defaults of the libraries, not physical efficiencies). hw profiles
-// carry their own copy loaded from configs/hw/*.json; these defaults match those files.
+// Software buffer sizes. No defaults here: every figure comes with its source from the GPU's
+// hardware profile (configs/hw/*.json `buffers`, loaded into HardwareProfile::buffers).
 struct BufferSizes {
-  // NCCL: NCCL_BUFFSIZE 4 MiB (Simple) + ~1 MiB LL/LL128 per channel per peer, 2 ring peers,
-  // 16 channels -> 160 MiB per communicator (NCCL env docs: NCCL_BUFFSIZE default 4 MiB).
-  double nccl_bytes_per_communicator = 160.0 * 1024 * 1024;
-  // cuBLAS workspace (PyTorch default CUBLAS_WORKSPACE_CONFIG :4096:8 = 32 MiB on Hopper+).
-  double cublas_workspace_bytes = 32.0 * 1024 * 1024;
-  // CUDA context + kernels images resident on the device (commonly ~0.5 GiB; UNCONFIRMED).
-  double cuda_context_bytes = 512.0 * 1024 * 1024;
-  // Megatron DDP bucket: 40M elements; ZeRO-2/3 keep 2 unsharded buckets in flight.
-  double grad_bucket_elements = 40e6;
+  double nccl_bytes_per_communicator = 0;  // NCCL's per-channel buffers of one communicator
+  double cublas_workspace_bytes = 0;       // cuBLAS workspace
+  double cuda_context_bytes = 0;           // CUDA context + resident kernel images
+  double grad_bucket_elements = 0;         // DP bucket; ZeRO-2/3 keep 2 unsharded in flight
 };
 
 struct MemoryBreakdown {
@@ -41,7 +36,7 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage);
 
 // Peak memory of one GPU on pipeline stage `stage` (stage 0 is the peak under 1F1B).
 // Cheap (no allocation): the planner calls it in tight loops.
-MemoryBreakdown memory_per_gpu(const JobSpec& job, int pipeline_stage = 0,
-                               const BufferSizes& buffers = BufferSizes{});
+// `buffers` comes from the GPU's hardware profile (configs/hw, HardwareProfile::buffers).
+MemoryBreakdown memory_per_gpu(const JobSpec& job, int pipeline_stage, const BufferSizes& buffers);
 
 }  // namespace megasim

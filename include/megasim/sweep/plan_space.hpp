@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "megasim/config/specs.hpp"
+#include "megasim/model/memory.hpp"
 
 namespace megasim {
 
@@ -86,7 +87,8 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
 std::optional<PlanRule> first_broken_rule(const JobSpec& job);
 
 // Peak bytes per GPU over the pipeline stages that can hold the peak (first, a middle one,
-// last) and the stage-0 breakdown-style total; cheap, no allocation.
-double peak_memory_bytes(const JobSpec& job);
+// last) and the stage-0 breakdown-style total, with the GPU profile's buffer sizes; cheap, no
+// allocation.
+double peak_memory_bytes(const JobSpec& job, const BufferSizes& buffers);
 
 }  // namespace megasim
