@@ -72,8 +72,9 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
     }
     out << ", " << num("%.4g", parameters_per_gpu(job, s)) << " parameters per GPU\n";
   }
-  const MemoryBreakdown mem = memory_per_gpu(job, 0, buffers);
-  out << "memory per GPU (stage 0, the peak under 1F1B):\n";
+  const PeakMemory peak = peak_memory_per_gpu(job, buffers);
+  const MemoryBreakdown& mem = peak.breakdown;
+  out << "memory per GPU (pipeline stage " << peak.stage << ", the one that needs the most):\n";
   out << "  weights           " << format_bytes(mem.weights_bytes) << "\n";
   out << "  gradients         " << format_bytes(mem.gradients_bytes) << "\n";
   out << "  optimizer states  " << format_bytes(mem.optimizer_states_bytes) << "\n";

@@ -44,7 +44,9 @@ void fill_derived_fields(const JobSpec& job, const BufferSizes& buffers, StepRep
   if (job.training.train_tokens) {
     r.time_to_train_days = *job.training.train_tokens / r.tokens_per_s / 86400.0;
   }
-  r.memory = memory_per_gpu(job, 0, buffers);
+  const PeakMemory peak = peak_memory_per_gpu(job, buffers);
+  r.memory = peak.breakdown;
+  r.memory_peak_stage = peak.stage;
   r.memory_capacity_bytes = job.cluster.gpu.memory_bytes;
   r.memory_fits = r.memory.total_bytes() <= r.memory_capacity_bytes;
   const auto& p = job.parallel;

@@ -69,6 +69,17 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage) {
   return layers / v * dd(chunks);
 }
 
+PeakMemory peak_memory_per_gpu(const JobSpec& job, const BufferSizes& buffers) {
+  const int pp = std::max(1, job.parallel.pipeline_model_parallel_size);
+  PeakMemory peak{0, memory_per_gpu(job, 0, buffers)};
+  for (const int stage : {1, pp - 1}) {
+    if (stage <= 0 || stage >= pp) continue;
+    MemoryBreakdown m = memory_per_gpu(job, stage, buffers);
+    if (m.total_bytes() > peak.breakdown.total_bytes()) peak = {stage, m};
+  }
+  return peak;
+}
+
 MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes& buf) {
   const ModelSpec& m = job.model;
   const int t = std::max(1, job.parallel.tensor_model_parallel_size);

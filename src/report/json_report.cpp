@@ -46,6 +46,7 @@ nlohmann::json to_json(const StepReport& r) {
   j["breakdown_s"] = breakdown_to_json(r.breakdown);
   j["layer_time_s"] = {{"forward", r.layer_time.forward_s}, {"backward", r.layer_time.backward_s}};
   j["memory"] = {{"peak_bytes_per_gpu", r.memory.total_bytes()},
+                 {"peak_pipeline_stage", r.memory_peak_stage},
                  {"capacity_bytes", r.memory_capacity_bytes},
                  {"fits", r.memory_fits},
                  {"breakdown_bytes",
@@ -137,7 +138,7 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   }
   out << "  memory per GPU: " << format_bytes(r.memory.total_bytes()) << " of "
       << format_bytes(r.memory_capacity_bytes) << (r.memory_fits ? " (fits)" : " (DOES NOT FIT)")
-      << "\n";
+      << ", peak on pipeline stage " << r.memory_peak_stage << "\n";
   out << "    weights " << format_bytes(r.memory.weights_bytes) << ", gradients "
       << format_bytes(r.memory.gradients_bytes) << ", optimizer states "
       << format_bytes(r.memory.optimizer_states_bytes) << ", activations "

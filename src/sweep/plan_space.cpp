@@ -176,11 +176,7 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
 }
 
 double peak_memory_bytes(const JobSpec& job, const BufferSizes& buffers) {
-  const int pp = job.parallel.pipeline_model_parallel_size;
-  double peak = memory_per_gpu(job, 0, buffers).total_bytes();
-  if (pp > 2) peak = std::max(peak, memory_per_gpu(job, 1, buffers).total_bytes());
-  if (pp > 1) peak = std::max(peak, memory_per_gpu(job, pp - 1, buffers).total_bytes());
-  return peak;
+  return peak_memory_per_gpu(job, buffers).breakdown.total_bytes();
 }
 
 }  // namespace megasim

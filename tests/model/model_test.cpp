@@ -257,6 +257,24 @@ TEST(Memory, Megatron530BWithUnfusedAttentionNeedsSelectiveRecompute) {
   EXPECT_LT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), 0.5 * gpu_bytes);
 }
 
+// The memory report is the stage that needs the most. Under 1F1B the first stage usually does
+// (most micro-batches in flight); with full recompute at PP 2 and a large vocabulary the last
+// stage's logits (bf16 + fp32 softmax of s x V/t per micro-batch) outweigh it.
+TEST(Memory, PeakIsTheStageThatNeedsTheMost) {
+  JobSpec j = gpt175b_megascale();
+  const BufferSizes none{};
+  const PeakMemory usual = peak_memory_per_gpu(j, none);
+  EXPECT_EQ(usual.stage, 0);
+  EXPECT_DOUBLE_EQ(usual.breakdown.total_bytes(), memory_per_gpu(j, 0, none).total_bytes());
+  j.parallel.pipeline_model_parallel_size = 2;
+  j.parallel.virtual_pipeline_model_parallel_size = 1;
+  j.training.recompute = Recompute::Full;
+  j.model.vocab_size = 1024000;
+  const PeakMemory logits = peak_memory_per_gpu(j, none);
+  EXPECT_EQ(logits.stage, 1);
+  EXPECT_GT(logits.breakdown.total_bytes(), memory_per_gpu(j, 0, none).total_bytes());
+}
+
 TEST(Memory, ZeroSharding) {
   JobSpec j = gpt175b_megascale();
   const double params = parameters_per_gpu(j, 3);  // a middle stage: 12 layers only

@@ -39,4 +39,14 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage);
 // `buffers` comes from the GPU's hardware profile (configs/hw, HardwareProfile::buffers).
 MemoryBreakdown memory_per_gpu(const JobSpec& job, int pipeline_stage, const BufferSizes& buffers);
 
+// The pipeline stage whose GPUs need the most memory and their breakdown. Candidates: the first
+// stage (embedding, most micro-batches in flight), the second (the first with more layers when
+// the first/last stages are uneven) and the last (LM head logits, which win with a large
+// vocabulary at small PP).
+struct PeakMemory {
+  int stage = 0;
+  MemoryBreakdown breakdown;
+};
+PeakMemory peak_memory_per_gpu(const JobSpec& job, const BufferSizes& buffers);
+
 }  // namespace megasim

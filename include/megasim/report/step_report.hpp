@@ -73,7 +73,8 @@ struct StepReport {
   std::int64_t num_gpus = 0;
   StepBreakdown breakdown;
   LayerTime layer_time;
-  MemoryBreakdown memory;
+  MemoryBreakdown memory;                // on the pipeline stage that needs the most
+  int memory_peak_stage = 0;
   double memory_capacity_bytes = 0;
   bool memory_fits = true;
   PlanSummary plan;

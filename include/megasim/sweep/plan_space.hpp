@@ -86,9 +86,8 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
 // First divisibility rule `job` breaks, in config/validate.cpp's order; nullopt when none.
 std::optional<PlanRule> first_broken_rule(const JobSpec& job);
 
-// Peak bytes per GPU over the pipeline stages that can hold the peak (first, a middle one,
-// last) and the stage-0 breakdown-style total, with the GPU profile's buffer sizes; cheap, no
-// allocation.
+// Peak bytes per GPU over the pipeline stages (peak_memory_per_gpu), with the GPU profile's
+// buffer sizes; cheap, no allocation.
 double peak_memory_bytes(const JobSpec& job, const BufferSizes& buffers);
 
 }  // namespace megasim
