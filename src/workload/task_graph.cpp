@@ -31,6 +31,7 @@ std::string StepGraph::describe(TaskIndex t) const {
   const StepTask& k = tasks.at(t);
   std::string s = "stage " + std::to_string(k.stage) + " " + to_string(k.kind);
   if (k.kind == TaskKind::PpTransfer) s += "->" + std::to_string(k.peer_stage);
+  if (k.for_pass == TaskKind::Forward || k.for_pass == TaskKind::Backward) s += std::string(" ") + to_string(k.for_pass);
   if (k.chunk >= 0) s += " chunk " + std::to_string(k.chunk);
   if (k.micro_batch >= 0) s += " mb " + std::to_string(k.micro_batch);
   if (k.buckets > 1) s += " bucket " + std::to_string(k.bucket + 1) + "/" + std::to_string(k.buckets);
@@ -156,6 +157,7 @@ class Builder {
     x.peer_stage = to;
     x.chunk = g_.tasks[producer].chunk;
     x.micro_batch = g_.tasks[producer].micro_batch;
+    x.for_pass = g_.tasks[producer].kind;
     x.bytes = c_.p2p_bytes;
     if (o_.pp_overlap || o_.schedule == PipelineSchedule::GPipe) {
       // Asynchronous: the transfer blocks nothing but its consumer.
@@ -346,6 +348,7 @@ class Builder {
         const double bytes = param * c_.dp_share(s, ck) / buckets(s, ck);
         const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, bytes, ck, mb, key);
         same_bucket(ag, ord[i]);
+        g_.tasks[ag].for_pass = g_.tasks[ord[i]].kind;
         g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
         g_.tasks[ord[i]].deps.push_back(ag);
       }

@@ -247,27 +247,38 @@ TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
   }
 }
 
-// Traces and deadlock reports tell the pieces of a split pass apart, and name each bucket's
-// collective after the piece it pairs with.
-TEST(TaskGraph, BucketPiecesAndTheirCollectivesHaveDistinctNames) {
-  StepCosts c = costs(2, 2, 4, 4);
-  for (auto& st : c.chunks)
-    for (auto& ch : st) ch.dp_buckets = 3;
-  WorkloadOptions o;
-  o.zero_stage = 2;
-  o.dp_overlap = true;
-  const StepGraph g = build_step_graph(c, o);
-  std::set<std::string> names;
-  for (TaskIndex t = 0; t < static_cast<TaskIndex>(g.tasks.size()); ++t) {
-    const StepTask& k = g.tasks[t];
-    if (k.kind == TaskKind::PpTransfer) continue;  // one per direction and boundary
-    EXPECT_TRUE(names.insert(g.describe(t)).second) << "duplicate name " << g.describe(t);
-    if (k.kind == TaskKind::DpReduceScatter) {
-      EXPECT_EQ(k.bucket, g.tasks[k.deps.front()].bucket);
-      EXPECT_EQ(k.buckets, 3);
+// Traces and deadlock reports tell every task apart: the pieces of a split pass, each bucket's
+// collective (named after the piece it pairs with), ZeRO-3's gathers before a forward and before
+// a backward, and the activation and gradient transfers over one pipeline boundary.
+TEST(TaskGraph, EveryTaskHasADistinctName) {
+  for (const int zero : {2, 3}) {
+    for (const bool pp_overlap : {false, true}) {
+      StepCosts c = costs(2, 2, 4, 4);
+      for (auto& st : c.chunks)
+        for (auto& ch : st) ch.dp_buckets = 3;
+      WorkloadOptions o;
+      o.zero_stage = zero;
+      o.dp_overlap = true;
+      o.pp_overlap = pp_overlap;
+      const StepGraph g = build_step_graph(c, o);
+      std::set<std::string> names;
+      for (TaskIndex t = 0; t < static_cast<TaskIndex>(g.tasks.size()); ++t) {
+        const StepTask& k = g.tasks[t];
+        EXPECT_TRUE(names.insert(g.describe(t)).second)
+            << "duplicate name " << g.describe(t) << " (ZeRO-" << zero << ", pp_overlap " << pp_overlap << ")";
+        if (k.kind == TaskKind::DpReduceScatter) {
+          EXPECT_EQ(k.bucket, g.tasks[k.deps.front()].bucket);
+          EXPECT_EQ(k.buckets, 3);
+        }
+      }
+      EXPECT_EQ(names.count("stage 0 B chunk 0 mb 3 bucket 3/3"), 1U) << "pieces are numbered from 1";
+      EXPECT_EQ(names.count("stage 1 pp_transfer->0 F chunk 0 mb 0"), 1U) << "interleaved wrap-around";
+      EXPECT_EQ(names.count("stage 1 pp_transfer->0 B chunk 0 mb 0"), 1U);
+      if (zero == 3) {
+        EXPECT_EQ(names.count("stage 0 dp_all_gather B chunk 1 mb 0 bucket 2/3"), 1U);
+      }
     }
   }
-  EXPECT_EQ(names.count("stage 0 B chunk 0 mb 3 bucket 3/3"), 1U) << "pieces are numbered from 1";
 }
 
 // ZeRO-3 (FSDP) with buckets gathers one bucket of parameters before each piece of every

@@ -79,6 +79,9 @@ struct StepTask {
   // collective: which bucket of how many (0 of 0 when whole).
   int bucket = 0;
   int buckets = 0;
+  // PpTransfer: the pass that produced what it carries (F activations, B gradients); a ZeRO-3
+  // gather: the pass that consumes it. Names tell them apart in traces and deadlock reports.
+  TaskKind for_pass = TaskKind::StepEnd;
   // Compute-stream time, split by what it is for the breakdown.
   double compute_s = 0;          // kernels
   double tp_exposed_s = 0;       // exposed TP communication inside the pass
