@@ -109,9 +109,11 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
     dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
   // Hidden communication is not free: its kernels take SMs from compute, which runs 1 + s times
-  // slower while they do. Over t seconds of overlap compute gets t / (1 + s) seconds of work
-  // done, so the step grows by t * s / (1 + s): the event engine's stretch, in closed form.
-  const double slow = c.dp_overlap_compute_slowdown;
+  // slower while they do; a pass whose kernels are a share f of its time stretches by 1 + s*f.
+  // Over t seconds of overlap the pass gets t / (1 + s*f) seconds of work done, so the step
+  // grows by t * s*f / (1 + s*f): the event engine's stretch, in closed form.
+  const double pass_s = worst.compute_s + worst.tp_s + worst.cp_s + worst.launch_s;
+  const double slow = pass_s > 0 ? c.dp_overlap_compute_slowdown * worst.compute_s / pass_s : 0.0;
   const double contention_s = slow / (1.0 + slow) * std::min(dp_hidden_s, pipeline_busy_s);
 
   const double straggler_s = c.straggler_slowdown * (m * pace_s + bubble_s);

@@ -164,7 +164,7 @@ std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, cons
       load_default_nccl_model(catalog.root()), load_host_overheads(catalog)});
 }
 
-const BufferSizes& buffer_sizes(const StepCostData& data) { return data.hw.buffers; }
+BufferSizes buffer_sizes(const StepCostData& data) { return data.hw.buffers; }
 
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog) {
   return compute_step_costs(job, *load_step_cost_data(job, catalog));

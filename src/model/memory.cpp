@@ -72,8 +72,11 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage) {
 PeakMemory peak_memory_per_gpu(const JobSpec& job, const BufferSizes& buffers) {
   const int pp = std::max(1, job.parallel.pipeline_model_parallel_size);
   PeakMemory peak{0, memory_per_gpu(job, 0, buffers)};
-  for (const int stage : {1, pp - 1}) {
-    if (stage <= 0 || stage >= pp) continue;
+  // Stage 1, and the last stage when it is another one (PP 2: stage 1 is the last).
+  const int others[] = {1, pp - 1};
+  const int count = pp > 2 ? 2 : pp - 1;
+  for (int i = 0; i < count; ++i) {
+    const int stage = others[i];
     MemoryBreakdown m = memory_per_gpu(job, stage, buffers);
     if (m.total_bytes() > peak.breakdown.total_bytes()) peak = {stage, m};
   }

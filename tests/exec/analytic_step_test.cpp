@@ -87,6 +87,15 @@ TEST(AnalyticStep, HiddenDpCostsWhatTheSlowedComputeLoses) {
   auto c = dp_costs(2, 6, 480);
   c.dp_overlap_compute_slowdown = 0.25;
   EXPECT_NEAR(exposed_dp_s(c, true, true), 0.1 + 0.22, 1e-12);
+  // Passes half kernels, half exposed TP wait: only the kernels slow, 1 + 0.25 * 0.5 = 1.125,
+  // so the step grows by 1.1 * 0.125 / 1.125 = 0.12222 s.
+  for (auto& stage : c.chunks) {
+    for (auto& ch : stage) {
+      ch.fwd_tp_exposed_s = ch.fwd_compute_s;
+      ch.bwd_tp_exposed_s = ch.bwd_compute_s;
+    }
+  }
+  EXPECT_NEAR(exposed_dp_s(c, true, true), 0.1 + 1.1 * 0.125 / 1.125, 1e-12);
 }
 
 TEST(AnalyticStep, BucketedDpOverlapStartsDuringThePass) {

@@ -180,9 +180,27 @@ TEST(StepCosts, MemoryCountsTheHardwareProfilesBuffers) {
   SimulateOptions a;
   a.engine = EngineKind::Analytic;
   const auto r = simulate_step(job, catalog, a);
-  EXPECT_DOUBLE_EQ(r.memory.buffers_bytes, memory_per_gpu(job, 0, b).buffers_bytes);
+  EXPECT_DOUBLE_EQ(r.memory.buffers_bytes, memory_per_gpu(job, r.memory_peak_stage, b).buffers_bytes);
   EXPECT_GE(r.memory.buffers_bytes,
             b.cuda_context_bytes + b.cublas_workspace_bytes + 4 * b.nccl_bytes_per_communicator);
+}
+
+// simulate reports the stage that needs the most (peak_memory_per_gpu, which the planner's memory
+// filter uses too): at
+// PP 2 with full recompute and a 1M-token vocabulary that is the last stage (its logits).
+TEST(StepCosts, SimulateReportsThePeakStagesMemory) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto job = bundled({"cluster.num_gpus=256", "training.global_batch_size=256",
+                            "parallel.pipeline_model_parallel_size=2",
+                            "parallel.virtual_pipeline_model_parallel_size=1", "training.recompute=full",
+                            "model.vocab_size=1024000"});
+  const auto data = load_step_cost_data(job, catalog);
+  SimulateOptions a;
+  a.engine = EngineKind::Analytic;
+  const auto r = simulate_step(job, catalog, a);
+  EXPECT_EQ(r.memory_peak_stage, 1);
+  EXPECT_DOUBLE_EQ(r.memory.total_bytes(), peak_memory_per_gpu(job, buffer_sizes(*data)).breakdown.total_bytes());
+  EXPECT_GT(r.memory.total_bytes(), memory_per_gpu(job, 0, buffer_sizes(*data)).total_bytes());
 }
 
 TEST(StepCosts, AnalyticAndDesEnginesAgreeWithoutContention) {

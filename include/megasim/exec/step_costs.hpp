@@ -91,6 +91,6 @@ struct StepCostData;
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog);
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data);
 // The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
-const BufferSizes& buffer_sizes(const StepCostData& data);
+BufferSizes buffer_sizes(const StepCostData& data);
 
 }  // namespace megasim

@@ -34,8 +34,8 @@ double layer_activation_bytes(const JobSpec& job);
 // Megatron's warm-up count of model chunks).
 double activation_layer_units_in_flight(const JobSpec& job, int stage);
 
-// Peak memory of one GPU on pipeline stage `stage` (stage 0 is the peak under 1F1B).
-// Cheap (no allocation): the planner calls it in tight loops.
+// Memory of one GPU on pipeline stage `stage` (the report and the planner take the stage that
+// needs the most: peak_memory_per_gpu). Cheap (no allocation): the planner calls it in tight loops.
 // `buffers` comes from the GPU's hardware profile (configs/hw, HardwareProfile::buffers).
 MemoryBreakdown memory_per_gpu(const JobSpec& job, int pipeline_stage, const BufferSizes& buffers);
 
