@@ -27,7 +27,7 @@ import sys
 
 import torch
 
-from gemm_attention_h200 import device_info
+from gemm_attention_h200 import device_info, emit_to_out
 from tp8_shard_layer import DEV, DT, H, S, ShardLayer
 
 MIB = 1 << 20
@@ -108,12 +108,7 @@ def main():
         "method": "nvidia-smi process memory (MiB) minus torch.cuda.memory_reserved()",
         "points": points,
     }
-    text = json.dumps(result, indent=1)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "h200-cuda-context.json"), "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit_to_out(result, "h200-cuda-context.json")
 
 
 if __name__ == "__main__":

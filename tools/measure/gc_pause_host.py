@@ -20,8 +20,6 @@ collections, and the number of tracked objects. Writes JSON to $OUT (or stdout).
 """
 import argparse
 import gc
-import json
-import os
 import platform
 import statistics
 import time
@@ -30,7 +28,7 @@ import numpy  # noqa: F401  (imported by every Megatron process; its objects cou
 import torch
 import torch.distributed  # noqa: F401
 
-from gemm_attention_h200 import device_info
+from gemm_attention_h200 import device_info, emit_to_out
 from tp8_shard_layer import DEV, DT, H, S, ShardLayer
 
 torch.manual_seed(0)
@@ -98,12 +96,7 @@ def main():
         },
     }
     del tokenizer, args
-    text = json.dumps(result, indent=1)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "h200-host-gc-pause.json"), "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit_to_out(result, "h200-host-gc-pause.json")
 
 
 if __name__ == "__main__":

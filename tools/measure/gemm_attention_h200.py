@@ -10,6 +10,7 @@ in the repo), used by the fit documented in configs/hw/hopper.json.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import time
@@ -208,6 +209,17 @@ def nvidia_smi():
              "--format=csv"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return str(e)
+
+
+def emit_to_out(result, filename):
+    """End of the host/device probes run through the device tool: print the JSON and write it
+    to $OUT/filename when $OUT is set."""
+    text = json.dumps(result, indent=1)
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, filename), "w") as f:
+            f.write(text + "\n")
+    print(text)
 
 
 def start_measurement():

@@ -10,13 +10,12 @@ communication. Two timings:
 exposed gap = synced - pipelined: the GPU waits for the host to issue the chunk's first
 kernels and for any host-bound stretch after a drain. Writes JSON to $OUT (or stdout).
 """
-import json
-import os
 import statistics
 import time
 
 import torch
 
+from gemm_attention_h200 import emit_to_out
 from tp8_shard_layer import DEV, DT, H, S, ShardLayer
 
 torch.manual_seed(0)
@@ -80,9 +79,4 @@ results.update({
     "idle_synchronize_s": statistics.median(idle),
     "method": "median of 7 x 20 chunk forwards; pipelined = CUDA events around 20 back-to-back forwards; synced = wall time of [synchronize; forward; synchronize]",
 })
-out = os.environ.get("OUT")
-text = json.dumps(results, indent=1)
-print(text)
-if out:
-    with open(os.path.join(out, "h200-host-sync-gap.json"), "w") as f:
-        f.write(text)
+emit_to_out(results, "h200-host-sync-gap.json")
