@@ -127,7 +127,7 @@ ReportData make_report_data(const CapacityReport& r) {
   // 3. Memory per GPU.
   ReportTable mem{"memory.csv", "Memory per GPU by component",
                   {"gpus", "weights_GiB", "gradients_GiB", "optimizer_states_GiB", "activations_GiB",
-                   "buffers_GiB", "capacity_GiB", "fits"}, {}};
+                   "buffers_GiB", "capacity_GiB", "fits", "peak_pipeline_stage"}, {}};
   const std::vector<std::pair<std::string, Get>> mparts = {
       {"weights", [](const CapacityPoint& p) { return p.step.memory.weights_bytes / kGiB; }},
       {"gradients", [](const CapacityPoint& p) { return p.step.memory.gradients_bytes / kGiB; }},
@@ -142,6 +142,7 @@ ReportData make_report_data(const CapacityReport& r) {
     for (const auto& part : mparts) row.push_back(num(part.second(*p), 6));
     row.push_back(num(p->step.memory_capacity_bytes / kGiB, 6));
     row.push_back(p->step.memory_fits ? "yes" : "no");
+    row.push_back(std::to_string(p->step.memory_peak_stage));
     mem.rows.push_back(row);
   }
   ChartSpec ms{"Memory per GPU by component vs capacity", "GPUs", "memory per GPU (GiB)", 760, 400, false, "chart-memory"};

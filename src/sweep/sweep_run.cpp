@@ -48,6 +48,7 @@ constexpr Field kFields[] = {
     {"breakdown_s.data_loading", [](const StepReport& r) { return num(r.breakdown.data_loading_s); }},
     {"breakdown_s.other", [](const StepReport& r) { return num(r.breakdown.other_s); }},
     {"memory.peak_bytes_per_gpu", [](const StepReport& r) { return num(r.memory.total_bytes()); }},
+    {"memory.peak_pipeline_stage", [](const StepReport& r) { return num(std::int64_t{r.memory_peak_stage}); }},
     {"memory.capacity_bytes", [](const StepReport& r) { return num(r.memory_capacity_bytes); }},
     {"memory.fits", [](const StepReport& r) { return std::string(r.memory_fits ? "true" : "false"); }},
     {"memory.breakdown_bytes.weights", [](const StepReport& r) { return num(r.memory.weights_bytes); }},

@@ -121,6 +121,10 @@ TEST(CapacityReport, WritesSelfContainedHtmlMarkdownAndCsvsDeterministically) {
   EXPECT_EQ(html.find("@import"), std::string::npos);
   const std::string csv = slurp(base / "a" / "scaling.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "gpus,mfu,tokens_per_s,step_time_s,model_tflops_per_gpu");
+  const std::string mem = slurp(base / "a" / "memory.csv");
+  EXPECT_EQ(mem.substr(0, mem.find('\n')),
+            "gpus,weights_GiB,gradients_GiB,optimizer_states_GiB,activations_GiB,buffers_GiB,capacity_GiB,fits,"
+            "peak_pipeline_stage");
   const std::string md = slurp(base / "a" / "report.md");
   EXPECT_NE(md.find("## Assumptions and sources"), std::string::npos);
   EXPECT_NE(md.find("Llama 3"), std::string::npos);

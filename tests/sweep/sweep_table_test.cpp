@@ -49,10 +49,16 @@ TEST(SweepTable, RowsForValidAndInvalidPoints) {
   };
   ASSERT_LT(col("step_time_s"), t.columns.size());
   ASSERT_LT(col("breakdown_s.pipeline_bubble"), t.columns.size());
+  ASSERT_LT(col("memory.peak_pipeline_stage"), t.columns.size());
   for (const auto& r : t.rows) {
     const bool invalid = r.cells[2] == "12";
     EXPECT_EQ(r.cells.back().empty(), !invalid) << r.cells.back();
     EXPECT_EQ(r.cells[col("step_time_s")].empty(), invalid);
+    if (invalid) continue;
+    // The stage that needs the most memory is a 0-based index below the pipeline depth.
+    const int stage = std::stoi(r.cells[col("memory.peak_pipeline_stage")]);
+    EXPECT_GE(stage, 0);
+    EXPECT_LT(stage, std::stoi(r.cells[col("plan.pp")]));
   }
   EXPECT_NE(t.rows[2].cells.back().find("cluster.num_gpus"), std::string::npos);
 }
