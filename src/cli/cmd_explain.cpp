@@ -99,7 +99,7 @@ void register_explain_command(CLI::App& app, CliContext& ctx) {
     if (args->max_rows < 1) throw InputError("--max-rows", "must be >= 1");
     const JobSpec job = ctx.load_job(args->config, args->sets);
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
-    explain(job, buffer_sizes(*load_step_cost_data(job, catalog)), args->max_rows, ctx.out);
+    explain(job, load_job_hardware_profile(job, catalog).buffers, args->max_rows, ctx.out);
   });
 }
 

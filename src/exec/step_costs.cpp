@@ -157,11 +157,15 @@ struct StepCostData {
   HostOverheads host;
 };
 
+HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
+  return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
+                               "cluster.gpu.profile");
+}
+
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {
   return std::make_shared<const StepCostData>(StepCostData{
-      load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
-                            "cluster.gpu.profile"),
-      load_default_nccl_model(catalog.root()), load_host_overheads(catalog)});
+      load_job_hardware_profile(job, catalog), load_default_nccl_model(catalog.root()),
+      load_host_overheads(catalog)});
 }
 
 BufferSizes buffer_sizes(const StepCostData& data) { return data.hw.buffers; }
