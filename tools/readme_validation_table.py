@@ -11,10 +11,11 @@ import json
 import sys
 
 SUITE_ORDER = ["table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021",
-               "korthikanti2022_layer", "nvidia_dgxc_h100"]
+               "korthikanti2022_layer", "nvidia_dgxc_h100", "nvidia_dgxc_h100_fp8"]
 CHECK_ORDER = ["comm_init", "table2_speedup_12288", "table2_step_time_mae", "table2_step_time_max",
                "table3_cumulative", "table3_directions", "weak530b_mfu", "korthikanti2022_mfu",
-               "narayanan2021_hfu", "korthikanti2022_layer_time", "nvidia_dgxc_h100_step_time"]
+               "narayanan2021_hfu", "korthikanti2022_layer_time", "nvidia_dgxc_h100_step_time",
+               "nvidia_dgxc_h100_fp8_step_time"]
 METRIC = {"step_time_s": "step time", "startup_s": "start-up", "mfu": "MFU", "hfu": "HFU",
           "layer_forward_ms": "layer forward", "layer_backward_ms": "layer backward",
           "layer_fwd_bwd_ms": "layer fwd+bwd"}

@@ -169,6 +169,13 @@ void summarise(ValidationResult& r) {
           fmt("Transfer, NeMo BF16 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)",
               worst_h100_pct));
   }
+  // The same runs in FP8 (Transformer Engine), held to the same bar.
+  const double worst_fp8_pct = worst_error_pct(r, "nvidia_dgxc_h100_fp8");
+  if (worst_fp8_pct >= 0) {
+    check(s, "nvidia_dgxc_h100_fp8_step_time", worst_fp8_pct <= 10.0,
+          fmt("Transfer, NeMo FP8 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)",
+              worst_fp8_pct));
+  }
   bool init_ok = true, any_init = false;
   for (const auto& c : r.cases) {
     if (c.suite != "comm_init") continue;
@@ -194,7 +201,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"korthikanti2022", "korthikanti-2022-530b.json"},
                                           {"narayanan2021", "narayanan-2021-table1.json"},
                                           {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"},
-                                          {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"}};
+                                          {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"},
+                                          {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"}};
   bool known = suite.empty();
   std::string valid;
   for (const auto& f : kFiles) {

@@ -34,7 +34,7 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
   auto* cmd = app.add_subcommand(
       "validate", "Compare predictions with MegaScale's published tables (Table 2, Table 3, "
                   "530B weak scaling, communicator init)");
-  cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init | korthikanti2022 | narayanan2021 | korthikanti2022_layer | nvidia_dgxc_h100 (default: all)");
+  cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init | korthikanti2022 | narayanan2021 | korthikanti2022_layer | nvidia_dgxc_h100 | nvidia_dgxc_h100_fp8 (default: all)");
   cmd->add_option("--engine", args->engine, "des (default) | analytic");
   cmd->add_flag("--json", args->json, "print {\"cases\": [...], \"summary\": {...}}");
   add_jobs_option(cmd, args->jobs, "rows simulated in parallel (default: hardware concurrency)");

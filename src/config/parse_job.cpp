@@ -60,6 +60,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   if (const auto st = r.enum_opt("comm_init_store", kStores)) s.comm_init_store = *st;
   flag("comm_init_ordered", s.comm_init_ordered);
   flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);
+  flag("tp_fp8_forward_reduce_scatter", s.tp_fp8_forward_reduce_scatter);
 }
 
 }  // namespace

@@ -148,6 +148,11 @@ void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
     throw InputError("training.precision",
                      "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
   }
+  if (job.system.tp_fp8_forward_reduce_scatter &&
+      (job.training.precision != Precision::Fp8 || !job.system.tp_overlap)) {
+    throw InputError("system.tp_fp8_forward_reduce_scatter",
+                     "needs training.precision = fp8 and system.tp_overlap = true (a userbuffers FP8 reduce-scatter)");
+  }
 }
 
 }  // namespace megasim::config_detail

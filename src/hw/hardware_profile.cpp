@@ -57,6 +57,17 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
   hw.gemm.wave_weight = num(g, gp, "wave_weight", 0, 1);
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
+  if (j.contains("gemm_fp8")) {
+    const auto& f = obj(j, path, "gemm_fp8");
+    const std::string fp = join_path(path, "gemm_fp8");
+    GemmParams g8 = hw.gemm;
+    g8.max_efficiency = num(f, fp, "max_efficiency", 0.05, 1.0);
+    g8.k_half = num(f, fp, "k_half", 0, 1e5);
+    g8.tile_m = static_cast<int>(num(f, fp, "tile_m", 16, 1024));
+    g8.tile_n = static_cast<int>(num(f, fp, "tile_n", 16, 1024));
+    g8.wave_weight = num(f, fp, "wave_weight", 0, 1);
+    hw.gemm_fp8 = g8;
+  }
   const auto& a = obj(j, path, "attention");
   const std::string ap = join_path(path, "attention");
   hw.flash_v2_fwd = attn(a, ap, "flash_v2_forward");

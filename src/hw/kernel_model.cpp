@@ -24,8 +24,17 @@ double peak_flops(const GpuSpec& gpu, Precision p) {
   return gpu.peak_bf16_flops;
 }
 
+const GemmParams& gemm_params(const HardwareProfile& hw, Precision p) {
+  if (p != Precision::Fp8) return hw.gemm;
+  if (!hw.gemm_fp8) throw InputError("hw." + hw.name + ".gemm_fp8", "required for fp8 training (FP8 GEMM efficiency)");
+  return *hw.gemm_fp8;
+}
+
 double gemm_efficiency(const HardwareProfile& hw, std::int64_t m, std::int64_t n, std::int64_t k) {
-  const GemmParams& g = hw.gemm;
+  return gemm_efficiency(hw.gemm, m, n, k);
+}
+
+double gemm_efficiency(const GemmParams& g, std::int64_t m, std::int64_t n, std::int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return g.max_efficiency;
   const std::int64_t tm = ceil_div(m, g.tile_m), tn = ceil_div(n, g.tile_n);
   const double u_pad = dd(m) * dd(n) / (dd(tm * g.tile_m) * dd(tn * g.tile_n));
@@ -39,11 +48,12 @@ double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, s
                    std::int64_t n, std::int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double flops = 2.0 * dd(m) * dd(n) * dd(k);
-  const double compute_s = flops / (peak_flops(gpu, p) * gemm_efficiency(hw, m, n, k));
+  const GemmParams& g = gemm_params(hw, p);
+  const double compute_s = flops / (peak_flops(gpu, p) * gemm_efficiency(g, m, n, k));
   const double elem = p == Precision::Fp8 ? 1.0 : 2.0;
   const double bytes = elem * (dd(m) * dd(k) + dd(k) * dd(n)) + 2.0 * dd(m) * dd(n);
   const double memory_s = bytes / (gpu.memory_bandwidth_Bps * hw.copy_bw_fraction);
-  return hw.gemm.latency_s + std::max(compute_s, memory_s);
+  return g.latency_s + std::max(compute_s, memory_s);
 }
 
 double memory_bound_time_s(const HardwareProfile& hw, const GpuSpec& gpu, double bytes) {

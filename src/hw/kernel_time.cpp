@@ -12,7 +12,12 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& j
   const Precision p = job.training.precision;
   double t = 0;
   switch (op.kind) {
-    case OpKind::Gemm: t = gemm_time_s(hw, gpu, p, op.gemm_m, op.gemm_n, op.gemm_k); break;
+    case OpKind::Gemm: {
+      // Under fp8 training only the layers' linears are FP8; other GEMMs stay BF16.
+      const Precision gp = op.fp8 ? Precision::Fp8 : (p == Precision::Fp8 ? Precision::Bf16 : p);
+      t = gemm_time_s(hw, gpu, gp, op.gemm_m, op.gemm_n, op.gemm_k);
+      break;
+    }
     case OpKind::Attention: {
       const AttentionKernel k =
           parse_attention_kernel(job.system.attention_kernel, "system.attention_kernel");

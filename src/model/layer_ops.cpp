@@ -7,6 +7,20 @@
 //   bias-dropout-add unfused bias (r+w), dropout (r+w+mask), residual add (2r+w); fused 2r+w+mask
 //   without a bias the unfused bias-add is absent; with hidden_dropout 0 torch skips the
 //   dropout: bias (if any) and the residual add remain, and the backward is the identity.
+//
+// FP8 training (training.precision = fp8) follows Transformer Engine's linears: every GEMM of
+// a layer runs with E4M3/E5M2 operands (fprop, dgrad and wgrad), and Hopper's FP8 GEMM takes
+// both operands K-major, so each FP8 operand is needed as written and transposed:
+//   * a LayerNorm feeding a column-parallel linear writes FP8 itself (fused cast), and with
+//     SP the all-gather of that output moves 1 byte per element;
+//   * the row-parallel projection's input is cast and transposed in one kernel in the forward
+//     (read 2, write 1 + 1 bytes per element); so is every linear's output gradient in the
+//     backward, except that the GeLU backward writes its FP8 copies itself (fused dgelu);
+//   * the other saved FP8 inputs (the LayerNorm output, the activation output) are transposed
+//     for the wgrad GEMM in the backward (read 1, write 1).
+// Not modelled: amax/scale bookkeeping (a few small kernels and one small all-reduce per
+// forward), weight casts (once per step with FP8 parameters), and the 1-byte savings of the
+// fused casts over 16-bit outputs.
 #include "megasim/model/layer_ops.hpp"
 
 #include <algorithm>
@@ -46,6 +60,8 @@ struct Dims {
   bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
   bool bias;                               // linear layers carry biases
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
+  bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
+  bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
 };
 
 Dims dims(const JobSpec& job) {
@@ -78,6 +94,8 @@ Dims dims(const JobSpec& job) {
   x.attention_dropout = m.attention_dropout > 0;
   x.bias = m.attention_bias;
   x.attn_overlap = job.system.tp_overlap_scope == "all-linears";
+  x.fp8 = job.training.precision == Precision::Fp8;
+  x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;
   return x;
 }
 
@@ -91,6 +109,13 @@ LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, d
   op.flops = 2.0 * dd(m) * dd(n) * dd(k);
   op.bytes = e * (dd(m) * dd(k) + dd(k) * dd(n) + dd(m) * dd(n));
   op.tp_overlap_path = overlap;
+  return op;
+}
+
+// A transformer layer's linear: FP8 under fp8 training.
+LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool overlap) {
+  LayerOp op = gemm(std::move(name), m, n, k, x.e, overlap);
+  op.fp8 = x.fp8;
   return op;
 }
 
@@ -178,13 +203,38 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   return op;
 }
 
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
-  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * x.e, overlap));
+// All-gather of the SP shard: `elem_bytes` per element (1 for a LayerNorm output cast to FP8).
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
+  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
 }
-void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
+  add_ag(ops, x, name, overlap, x.e);
+}
+// Bytes per element of a LayerNorm output that feeds a layer's column-parallel linear.
+double norm_out_bytes(const Dims& x) { return x.fp8 ? 1.0 : x.e; }
+
+// FP8 only: the cast of a 16-bit tensor of `elems` elements to FP8 plus its transpose, in one
+// kernel (read 2, write 1 + 1 bytes per element).
+void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
+  if (x.fp8) ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, elems * (x.e + 2.0), 1));
+}
+// FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
+void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
+  if (x.fp8) ops.push_back(mem("fp8_transpose_" + of, OpKind::Elementwise, 2.0 * elems, 1));
+}
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
   if (x.t <= 1) return;
   ops.push_back(comm(name, x.sp ? OpKind::TpReduceScatter : OpKind::TpAllReduce,
-                     dd(x.tokens) * dd(x.h) * x.e, overlap));
+                     dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
+}
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
+  add_rs_or_ar(ops, x, name, overlap, x.e);
+}
+// Bytes per element of a forward reduce-scatter of a row-parallel linear's output: FP8 when
+// system.tp_fp8_forward_reduce_scatter puts that linear's userbuffer in FP8 (it must be on the
+// TP-overlap path, which is where userbuffers are).
+double forward_rs_bytes(const Dims& x, bool on_overlap_path) {
+  return x.fp8_forward_rs && on_overlap_path ? 1.0 : x.e;
 }
 
 void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
@@ -204,32 +254,34 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
   if (x.ptb) {
     // y = x + Attn(LN(x)) + MLP(LN(x)): one norm, one AG, one RS (MegaScale §3.1, Fig. 3a).
     ops.push_back(norm_fwd(x, "input_norm"));
-    add_ag(ops, x, "tp_all_gather", true);
-    ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, x.attn_overlap));
-    ops.push_back(gemm("fc1", T, x.fc1_local, x.h, x.e, true));
+    add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
+    ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
+    ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
     add_cp(ops, x, "cp_kv_exchange");
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
-    ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, x.attn_overlap));
-    ops.push_back(gemm("fc2", T, x.h, x.f_local, x.e, true));  // accumulates onto attn_proj (beta=1)
-    add_rs_or_ar(ops, x, "tp_reduce_scatter", true);
+    add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.q_local));
+    ops.push_back(linear(x, "attn_proj", T, x.h, x.q_local, x.attn_overlap));
+    ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));  // accumulates onto attn_proj (beta=1)
+    add_rs_or_ar(ops, x, "tp_reduce_scatter", true, forward_rs_bytes(x, true));
     ops.push_back(bda_fwd(x, "bias_dropout_add"));
     return ops;
   }
   ops.push_back(norm_fwd(x, "input_norm"));
-  add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap);
-  ops.push_back(gemm("qkv", T, x.q_local + x.kv_local, x.h, x.e, x.attn_overlap));
+  add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
+  ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
   add_cp(ops, x, "cp_kv_exchange");
   ops.push_back(attention(job, x, false));
-  ops.push_back(gemm("attn_proj", T, x.h, x.q_local, x.e, x.attn_overlap));
-  add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", x.attn_overlap);
+  add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.q_local));
+  ops.push_back(linear(x, "attn_proj", T, x.h, x.q_local, x.attn_overlap));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", x.attn_overlap, forward_rs_bytes(x, x.attn_overlap));
   ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
   ops.push_back(norm_fwd(x, "post_attn_norm"));
-  add_ag(ops, x, "tp_all_gather_mlp", true);
-  ops.push_back(gemm("fc1", T, x.fc1_local, x.h, x.e, true));
+  add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
+  ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
   ops.push_back(act_fwd(x));
-  ops.push_back(gemm("fc2", T, x.h, x.f_local, x.e, true));
-  add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true);
+  ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
   ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
   return ops;
 }
@@ -238,10 +290,19 @@ namespace {
 
 // dgrad: dX[T,k] = dY[T,n] W^T ; wgrad: dW[k,n] = X^T[k,T] dY[T,n].
 void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                  std::int64_t k, bool overlap) {
+                  std::int64_t k, bool overlap, bool fp8) {
   ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, overlap));
+  ops.back().fp8 = fp8;
   ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, overlap));
+  ops.back().fp8 = fp8;
   ops.back().weight_gradient = true;
+}
+// A layer linear's backward (FP8 under fp8 training): its output gradient (n features) is cast
+// and transposed first, unless the activation backward already wrote the FP8 copies.
+void add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                    std::int64_t k, bool overlap, bool grad_cast_fused = false) {
+  if (!grad_cast_fused) add_fp8_cast_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(n));
+  add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
 
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
@@ -249,11 +310,11 @@ void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, st
 // Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
 // all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
-                      const std::vector<std::string>& linears) {
+                      const std::vector<std::string>& linears, double input_elem_bytes) {
   if (x.t <= 1) return;
   if (x.sp) {
     ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
-                       dd(x.tokens) * dd(x.h) * x.e, overlap));
+                       dd(x.tokens) * dd(x.h) * input_elem_bytes, overlap));
     ops.back().async_beside = linears;
     ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
                        dd(x.tokens) * dd(x.h) * x.e, overlap));
@@ -272,34 +333,42 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   std::vector<LayerOp> ops;
   ops.reserve(28);
   const bool ffn = true;
+  // The GeLU backward writes its gradient's FP8 copies itself; the SwiGLU one does not.
+  const bool act_grad_fused = !x.gated;
+  const double norm_out = dd(x.tokens) * dd(x.h);
   if (x.ptb) {
     add_bda_bwd(ops, x, "bias_dropout_add_bwd");
     add_ag(ops, x, "tp_all_gather_grad", ffn);  // backward of the forward RS
-    add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
-    add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
+    add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
+    add_linear_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
+    add_linear_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
-    add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
-    add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
-    add_col_bwd_comm(ops, x, "shared", ffn, {"fc1", "qkv"});
+    add_fp8_transpose(ops, x, "input_norm_output", norm_out);
+    add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+    add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+    add_col_bwd_comm(ops, x, "shared", ffn, {"fc1", "qkv"}, norm_out_bytes(x));
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
   add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
   add_ag(ops, x, "tp_all_gather_grad_mlp", ffn);
-  add_gemm_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
+  add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
+  add_linear_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
   ops.push_back(act_bwd(x));
-  add_gemm_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
-  add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"});
+  add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
+  add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+  add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_ag(ops, x, "tp_all_gather_grad_attn", x.attn_overlap);
-  add_gemm_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
+  add_linear_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
-  add_gemm_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
-  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {"qkv"});
+  add_fp8_transpose(ops, x, "input_norm_output", norm_out);
+  add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {"qkv"}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }
@@ -359,8 +428,8 @@ std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
   std::vector<LayerOp> ops;
   const double logits = dd(x.tokens) * dd(x.vocab_local);
   ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
-  add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false);
-  add_col_bwd_comm(ops, x, "head", false, {"lm_head"});
+  add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false, false);  // 16-bit even under fp8
+  add_col_bwd_comm(ops, x, "head", false, {"lm_head"}, x.e);
   ops.push_back(norm_bwd(x, "final_norm_bwd"));
   return ops;
 }

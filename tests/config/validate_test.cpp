@@ -141,6 +141,13 @@ TEST(Validate, EnumsAndRanges) {
   EXPECT_INPUT_ERROR(test::parse(j), "training.precision", "fp8 needs FP8 tensor cores");
   j["cluster"]["gpu"] = "h100-sxm5-80gb";
   EXPECT_EQ(test::parse(j).training.precision, Precision::Fp8);
+  // FP8 reduce-scatter userbuffers need FP8 training and TP overlap.
+  j["system"]["tp_fp8_forward_reduce_scatter"] = true;
+  EXPECT_INPUT_ERROR(test::parse(j), "system.tp_fp8_forward_reduce_scatter", "needs training.precision = fp8");
+  j["system"]["tp_overlap"] = true;
+  EXPECT_TRUE(test::parse(j).system.tp_fp8_forward_reduce_scatter);
+  j["training"]["precision"] = "bf16";
+  EXPECT_INPUT_ERROR(test::parse(j), "system.tp_fp8_forward_reduce_scatter", "and system.tp_overlap = true");
   j = test::small_job();
   j["parallel"]["placement"] = "dp-last";
   EXPECT_INPUT_ERROR(test::parse(j), "parallel.placement", "valid: dp-first, pp-first");

@@ -169,6 +169,26 @@ TEST(Cli, ValidateNvidiaDgxcH100Suite) {
   EXPECT_TRUE(j["summary"]["nvidia_dgxc_h100_step_time"]["pass"].get<bool>());
 }
 
+// The same NeMo runs in FP8: same rows as the BF16 suite, each faster than its BF16 twin (FP8
+// GEMMs at twice the peak, never twice the speed: casts, attention and communication stay).
+TEST(Cli, ValidateNvidiaDgxcH100Fp8SuiteIsFasterThanBf16) {
+  const auto bf = run({"validate", "--suite", "nvidia_dgxc_h100", "--engine", "analytic", "--json"});
+  const auto f8 = run({"validate", "--suite", "nvidia_dgxc_h100_fp8", "--engine", "analytic", "--json"});
+  ASSERT_EQ(f8.code, 0) << f8.err;
+  const auto jb = nlohmann::json::parse(bf.out), j8 = nlohmann::json::parse(f8.out);
+  ASSERT_EQ(j8["cases"].size(), jb["cases"].size());
+  for (std::size_t i = 0; i < j8["cases"].size(); ++i) {
+    const auto& c8 = j8["cases"][i];
+    const auto& cb = jb["cases"][i];
+    EXPECT_EQ(c8["name"].get<std::string>().find("FP8") != std::string::npos, true) << c8["name"];
+    const double speedup = cb["predicted"].get<double>() / c8["predicted"].get<double>();
+    EXPECT_GT(speedup, 1.1) << c8["name"];
+    EXPECT_LT(speedup, 2.0) << c8["name"];
+    EXPECT_LT(c8["published"].get<double>(), cb["published"].get<double>()) << c8["name"];
+  }
+  EXPECT_TRUE(j8["summary"].contains("nvidia_dgxc_h100_fp8_step_time"));
+}
+
 // A row's metrics come out in reading order whatever the suite's JSON order, and a metric the
 // simulator does not report is an input error naming it.
 TEST(Validate, MetricsInReadingOrderAndUnknownMetricIsAnError) {

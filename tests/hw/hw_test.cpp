@@ -73,6 +73,33 @@ TEST(Gemm, MatchesH200MeasurementWithin15Percent) {
   EXPECT_NEAR(gemm_time_s(hw, kH200, Precision::Bf16, 2048, 4608, 12288) / 310.4e-6, 1.0, 0.15);
 }
 
+// FP8 GEMMs use the profile's gemm_fp8 block against the FP8 peak (bench/data/h200-fp8-gemm.json);
+// a profile without one (Ampere: no FP8 tensor cores) is an input error naming the block.
+TEST(Gemm, Fp8UsesItsOwnBlockAndPeak) {
+  const HardwareProfile hw = load("hopper");
+  ASSERT_TRUE(hw.gemm_fp8.has_value());
+  GpuSpec gpu = kH200;
+  gpu.peak_fp8_flops = 1978.9e12;
+  const double e8 = gemm_efficiency(*hw.gemm_fp8, 8192, 8192, 8192);
+  EXPECT_NEAR(gemm_time_s(hw, gpu, Precision::Fp8, 8192, 8192, 8192),
+              hw.gemm_fp8->latency_s + 2.0 * 8192.0 * 8192 * 8192 / (1978.9e12 * e8), 1e-9);
+  // Measured: 2048 x 4608 x 12288 (175B QKV, TP8) 1289 TFLOP/s in FP8, 681 in BF16.
+  EXPECT_NEAR(gemm_time_s(hw, gpu, Precision::Fp8, 2048, 4608, 12288) / (2.0 * 2048 * 4608 * 12288 / 1289e12),
+              1.0, 0.15);
+  const double speedup = gemm_time_s(hw, gpu, Precision::Bf16, 2048, 4608, 12288) /
+                         gemm_time_s(hw, gpu, Precision::Fp8, 2048, 4608, 12288);
+  EXPECT_GT(speedup, 1.5);
+  EXPECT_LT(speedup, 2.0);  // twice the peak, never twice the speed
+  const HardwareProfile ampere = load("ampere");
+  EXPECT_FALSE(ampere.gemm_fp8.has_value());
+  try {
+    gemm_params(ampere, Precision::Fp8);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "hw.ampere.gemm_fp8");
+  }
+}
+
 TEST(Attention, KernelsOrdered) {
   const HardwareProfile hw = load("hopper");
   auto t = [&](AttentionKernel k) {

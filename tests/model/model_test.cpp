@@ -116,6 +116,62 @@ TEST(LayerOps, GemmFlopsMatchModelAndBackwardIsTwice) {
   }
 }
 
+// FP8 training (Transformer Engine): every linear of a layer is FP8 (fprop, dgrad, wgrad), the
+// LM head is not; cast/transpose kernels appear only under fp8; LayerNorm outputs are
+// all-gathered in FP8; tp_fp8_forward_reduce_scatter halves the forward reduce-scatters.
+TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
+  for (const bool ptb : {false, true}) {
+    JobSpec j = gpt175b_megascale();
+    j.model.use_parallel_residual = ptb;
+    j.system.tp_overlap = true;
+    auto casts = [](const std::vector<LayerOp>& ops) {
+      int n = 0;
+      for (const auto& op : ops) n += op.name.rfind("fp8_", 0) == 0 ? 1 : 0;
+      return n;
+    };
+    EXPECT_EQ(casts(layer_forward_ops(j)) + casts(layer_backward_ops(j)), 0);
+    std::vector<double> bf16_ag;
+    for (const auto& op : layer_forward_ops(j)) if (op.kind == OpKind::TpAllGather) bf16_ag.push_back(op.comm_bytes);
+    j.training.precision = Precision::Fp8;
+    const auto fwd = layer_forward_ops(j), bwd = layer_backward_ops(j);
+    for (const auto& ops : {fwd, bwd}) {
+      for (const auto& op : ops) {
+        if (op.kind == OpKind::Gemm) {
+          EXPECT_TRUE(op.fp8) << op.name;
+        }
+      }
+    }
+    // Forward: the projection input; backward: four output gradients less the fused GeLU one,
+    // and the transposes of the saved norm output(s) and FC2 input.
+    EXPECT_EQ(casts(fwd), 1);
+    EXPECT_EQ(casts(bwd), 3 + (ptb ? 1 : 2) + 1);
+    std::size_t i = 0;
+    for (const auto& op : fwd) {
+      if (op.kind == OpKind::TpAllGather) {
+        EXPECT_DOUBLE_EQ(op.comm_bytes, bf16_ag.at(i++) / 2);
+      }
+      if (op.kind == OpKind::TpReduceScatter) {
+        EXPECT_DOUBLE_EQ(op.comm_bytes, 2048.0 * 12288 * 2);
+      }
+    }
+    j.system.tp_fp8_forward_reduce_scatter = true;
+    // Only userbuffer reduce-scatters (on the TP-overlap path: FC2's with scope "ffn") go FP8.
+    for (const auto& op : layer_forward_ops(j)) {
+      if (op.kind == OpKind::TpReduceScatter) {
+        EXPECT_DOUBLE_EQ(op.comm_bytes, 2048.0 * 12288 * (op.tp_overlap_path ? 1 : 2)) << op.name;
+      }
+    }
+    // Gradients stay 16-bit on the wire.
+    for (const auto& op : layer_backward_ops(j)) {
+      if (op.kind == OpKind::TpReduceScatter) {
+        EXPECT_DOUBLE_EQ(op.comm_bytes, 2048.0 * 12288 * 2);
+      }
+    }
+    for (const auto& op : lm_head_forward_ops(j)) EXPECT_FALSE(op.fp8) << op.name;
+    for (const auto& op : lm_head_backward_ops(j)) EXPECT_FALSE(op.fp8) << op.name;
+  }
+}
+
 TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
   // TP overlap chunks layer GEMMs along their token rows except the weight gradients; the mark
   // must not depend on a shape coincidence (here h = tokens = 2048).

@@ -146,6 +146,10 @@ struct SystemSpec {
   std::string comm_init_store = "tcpstore";   // "tcpstore" | "redis"
   bool comm_init_ordered = false;             // O(n) instead of O(n^2) global barriers
   bool grad_reduce_in_fp32 = true;            // Megatron forces fp32 grad reduce for bf16
+  // FP8 training with TP overlap: the forward reduce-scatters of the row-parallel linears
+  // (attention projection, FC2) move FP8 (Transformer Engine userbuffers' fp8_buf on
+  // proj_fprop / fc2_fprop) instead of 16-bit values.
+  bool tp_fp8_forward_reduce_scatter = false;
 };
 
 struct JobSpec {

@@ -1,6 +1,7 @@
 #pragma once
 // Hardware-efficiency profile of one GPU generation (configs/hw/<name>.json). The kernel-time
 // model's form is the same for every GPU; only these fitted or cited parameters differ.
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -26,7 +27,11 @@ struct AttentionParams {       // efficiency(s) = max_eff * s / (s + s_half) * (
 
 struct HardwareProfile {
   std::string name;
-  GemmParams gemm;
+  GemmParams gemm;                     // BF16/FP16 GEMMs
+  // FP8 GEMMs (E4M3 operands, per-tensor scales, 16-bit output: what Transformer Engine runs
+  // for every linear in fp8 training), as a fraction of the FP8 peak. Absent on GPUs without
+  // FP8 tensor cores; sm_count and latency_s are the BF16 block's.
+  std::optional<GemmParams> gemm_fp8;
   AttentionParams flash_v2_fwd, flash_v2_bwd, flash_v1_fwd, flash_v1_bwd;
   // Unfused attention: passes over the b·a·s·span score matrix, at this fraction of HBM bandwidth.
   double unfused_memory_passes_fwd = 0;

@@ -15,7 +15,12 @@ AttentionKernel parse_attention_kernel(const std::string& name, const std::strin
 double peak_flops(const GpuSpec& gpu, Precision p);
 
 // Fraction of peak the GEMM model grants (e_max · padding · wave · k ramp).
+double gemm_efficiency(const GemmParams& g, std::int64_t m, std::int64_t n, std::int64_t k);
+// The BF16 block's efficiency (hw.gemm).
 double gemm_efficiency(const HardwareProfile& hw, std::int64_t m, std::int64_t n, std::int64_t k);
+// The GEMM parameters for precision p: hw.gemm_fp8 for fp8 (InputError naming
+// hw.<profile>.gemm_fp8 when the profile has none), hw.gemm otherwise.
+const GemmParams& gemm_params(const HardwareProfile& hw, Precision p);
 double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, std::int64_t m,
                    std::int64_t n, std::int64_t k);
 double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,

@@ -45,6 +45,9 @@ struct LayerOp {
   // On the path TP overlap pipelines: the FFN linears and their AG/RS (MegaScale), or every
   // parallel linear of the layer with tp_overlap_scope = all-linears (Transformer Engine).
   bool tp_overlap_path = false;
+  // GEMM with FP8 operands: a transformer layer's linear under fp8 training (Transformer Engine
+  // runs fprop, dgrad and wgrad in FP8; the LM head and attention stay 16-bit).
+  bool fp8 = false;
   bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
                                   // layer GEMM has the tokens as its rows (m)
   // Backward collectives of a column-parallel linear that Megatron issues asynchronously: the
