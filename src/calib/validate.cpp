@@ -28,6 +28,28 @@ nlohmann::json read_suite(const std::filesystem::path& file) {
   }
 }
 
+// A suite that reruns another suite's rows with a few settings changed (the FP8 twins of the
+// DGXC BF16 runs) names that suite in "runs_like" and each row names its twin in "like": the
+// row runs on the twin's base with the twin's settings, then the suite's and its own "set".
+// Returns the row's settings; `base` gets the twin suite's base.
+std::vector<std::string> like_settings(const nlohmann::json& suite, const nlohmann::json& row,
+                                       const std::filesystem::path& dir, std::string& base) {
+  const auto twin = read_suite(dir / suite.at("runs_like").get<std::string>());
+  const std::string like = row.at("like").get<std::string>();
+  for (const auto& t : twin.at("rows")) {
+    if (t.at("name").get<std::string>() != like) continue;
+    base = twin.at("base").get<std::string>();
+    auto sets = t.at("set").get<std::vector<std::string>>();
+    for (const auto* extra : {&suite, &row}) {
+      if (extra->contains("set")) {
+        for (const auto& v : extra->at("set")) sets.push_back(v.get<std::string>());
+      }
+    }
+    return sets;
+  }
+  throw InputError(suite.at("runs_like").get<std::string>(), "has no row named \"" + like + "\"");
+}
+
 // The metrics a suite may publish, in the order a row prints them (time, throughput,
 // utilisation, layer times) rather than the alphabetical order of the suite's JSON object.
 struct Metric {
@@ -234,6 +256,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
           r.startup_cases.push_back(make_case(name, r.name, upper ? "startup_s" : metric,
                                               value.get<double>(), t, upper));
         }
+      } else if (data.contains("runs_like")) {
+        r.sets = like_settings(data, row, validation_dir, r.base);
       } else {
         r.base = data.at("base").get<std::string>();
         r.sets = row.at("set").get<std::vector<std::string>>();

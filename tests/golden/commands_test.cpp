@@ -225,6 +225,47 @@ TEST(Validate, MetricsInReadingOrderAndUnknownMetricIsAnError) {
   std::filesystem::remove_all(dir);
 }
 
+// A "runs_like" suite runs each row as its named twin in another suite: the twin's base and
+// settings, then the suite's and the row's own; a twin that does not exist is an input error.
+TEST(Validate, RunsLikeRowsTakeTheirTwinsSettings) {
+  const auto dir = std::filesystem::temp_directory_path() / "megasim-validate-runs-like";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "twins.json")
+      << nlohmann::json{{"base", "twin-base"},
+                        {"rows", {{{"name", "a"}, {"set", {"x=1", "y=2"}}, {"published", {{"mfu", 0.5}}}}}}}
+             .dump();
+  const auto write_suite = [&](const std::string& like) {
+    std::ofstream(dir / "nvidia-dgxc-h100-fp8.json")
+        << nlohmann::json{{"runs_like", "twins.json"},
+                          {"set", {"training.precision=fp8"}},
+                          {"rows", {{{"name", "a fp8"}, {"like", like}, {"set", {"z=3"}}, {"published", {{"mfu", 0.5}}}}}}}
+               .dump();
+  };
+  std::string base;
+  std::vector<std::string> sets;
+  const JobRunner runner = [&](const std::string& b, const std::vector<std::string>& s) {
+    base = b;
+    sets = s;
+    StepReport r;
+    r.mfu = 0.5;
+    return r;
+  };
+  const StartupModel startup = [](std::int64_t, const std::string&, bool) { return 0.0; };
+  write_suite("a");
+  run_validation(dir.string(), "nvidia_dgxc_h100_fp8", runner, startup, [](const std::string&) {});
+  EXPECT_EQ(base, "twin-base");
+  EXPECT_EQ(sets, (std::vector<std::string>{"x=1", "y=2", "training.precision=fp8", "z=3"}));
+  write_suite("b");
+  try {
+    run_validation(dir.string(), "nvidia_dgxc_h100_fp8", runner, startup, [](const std::string&) {});
+    ADD_FAILURE() << "a missing twin was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "twins.json");
+    EXPECT_EQ(e.rule(), "has no row named \"b\"");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // --set is a what-if reading for every simulated row: it moves the predictions, is recorded in
 // the summary, and leaves the published values alone.
 TEST(Cli, ValidateSetAppliesToEveryRow) {
