@@ -47,7 +47,8 @@ def suite_shapes():
 def fp8_shapes():
     shapes = []
     seen = set()
-    sets = {**{t: gemm_shapes()[t] for t in ("square", "transformer", "wgrad", "grid")}, "suite": suite_shapes()}
+    base = gemm_shapes()
+    sets = {**{t: base[t] for t in ("square", "transformer", "wgrad", "grid")}, "suite": suite_shapes()}
     for tag, lst in sets.items():
         for (m, n, k) in lst:
             if m % 16 == 0 and n % 16 == 0 and k % 16 == 0 and (m, n, k) not in seen:
