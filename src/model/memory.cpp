@@ -16,6 +16,12 @@
 namespace megasim {
 namespace {
 double dd(std::int64_t v) { return static_cast<double>(v); }
+
+std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
+  const std::int64_t dp = std::max<std::int64_t>(1, job.parallel.data_parallel_size);
+  const std::int64_t mbs = std::max<std::int64_t>(1, job.training.micro_batch_size);
+  return std::max<std::int64_t>(1, job.training.global_batch_size / (dp * mbs));
+}
 }  // namespace
 
 double layer_activation_bytes(const JobSpec& job) {
@@ -57,9 +63,7 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage) {
   const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
   const int v = std::max(1, job.parallel.virtual_pipeline_model_parallel_size);
   const double layers = dd(layers_on_stage(job, stage));
-  const std::int64_t dp = std::max<std::int64_t>(1, job.parallel.data_parallel_size);
-  const std::int64_t mbs = std::max<std::int64_t>(1, job.training.micro_batch_size);
-  const std::int64_t micro = std::max<std::int64_t>(1, job.training.global_batch_size / (dp * mbs));
+  const std::int64_t micro = micro_batches_per_pipeline(job);
   if (p == 1) return layers;  // one micro-batch's activations at a time
   if (v == 1) return layers * dd(std::min<std::int64_t>(p - stage, micro));
   // Megatron interleaved warm-up: (p - stage - 1)*2 + (v - 1)*p chunks, plus the one in
@@ -98,7 +102,13 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
   r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0);
   const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  r.gradients_bytes = params * grad_b / (zero >= 2 ? shard : 1.0);
+  // Gradients are resident until they are reduced. megasim reduces them once per step, after
+  // each chunk's last backward (MegaScale's ZeRO-2, section 3.2; Megatron's distributed
+  // optimizer; FSDP under no_sync), so with several micro-batches per step every chunk's
+  // full gradients accumulate side by side with the activations and ZeRO-2/3 shard them only
+  // when a step is one micro-batch (reduced as the backward produces them).
+  const bool grads_sharded = zero >= 2 && micro_batches_per_pipeline(job) == 1;
+  r.gradients_bytes = params * grad_b / (grads_sharded ? shard : 1.0);
   // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
   r.optimizer_states_bytes = params * 12.0 / (zero >= 1 ? shard : 1.0);
 
@@ -132,7 +142,7 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   double buffers = buf.cuda_context_bytes + buf.cublas_workspace_bytes +
                    communicators * buf.nccl_bytes_per_communicator;
   if (p > 1) buffers += 4.0 * sbh * 2.0;  // send+recv of activations and of their grads
-  if (zero >= 2) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
+  if (grads_sharded) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
   if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets
   r.buffers_bytes = buffers;
   return r;

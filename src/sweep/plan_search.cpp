@@ -179,7 +179,8 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
   std::vector<RankedPlan> top(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(k));
   if (opts.rerank_engine == EngineKind::Des) {
     // ZeRO-1 and ZeRO-2 shard the same collectives and optimizer work (they differ only in
-    // the gradient memory they keep), so their step graphs are identical: simulate each such
+    // the gradient memory they keep, and only at one micro-batch per step), so their step
+    // graphs are identical: simulate each such
     // pair once. In the top 10 the pairs are common and this halves the event-engine phase.
     std::vector<std::size_t> runs;                 // indices of `top` that are simulated
     std::vector<std::size_t> source(top.size());   // index in `runs` whose timing a plan takes

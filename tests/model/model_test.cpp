@@ -343,8 +343,31 @@ TEST(Memory, ZeroSharding) {
   j.parallel.zero_stage = 3;
   MemoryBreakdown m3 = memory_per_gpu(j, 3, BufferSizes{});
   EXPECT_DOUBLE_EQ(m3.weights_bytes, 2 * params / 4);
-  EXPECT_DOUBLE_EQ(m3.gradients_bytes, 4 * params / 4);
+  EXPECT_DOUBLE_EQ(m3.optimizer_states_bytes, 12 * params / 4);
   EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).activations_bytes, memory_per_gpu(j, 3, BufferSizes{}).activations_bytes);
+}
+
+// Gradients stay whole while they accumulate: megasim reduces them once per step, so ZeRO-2/3
+// shard them only when the step is a single micro-batch.
+TEST(Memory, GradientsShardOnlyWhenReducedEveryMicroBatch) {
+  JobSpec j = gpt175b_megascale();  // DP 4, 192 micro-batches per pipeline
+  const double params = parameters_per_gpu(j, 3);
+  BufferSizes buf{};
+  buf.grad_bucket_elements = 1000;
+  for (const int zero : {1, 2, 3}) {
+    j.parallel.zero_stage = zero;
+    j.training.global_batch_size = 768;
+    EXPECT_DOUBLE_EQ(memory_per_gpu(j, 3, buf).gradients_bytes, 4 * params) << "ZeRO-" << zero;
+    j.training.global_batch_size = 4;  // one micro-batch per pipeline
+    const MemoryBreakdown one = memory_per_gpu(j, 3, buf);
+    EXPECT_DOUBLE_EQ(one.gradients_bytes, zero >= 2 ? 4 * params / 4 : 4 * params) << "ZeRO-" << zero;
+  }
+  // The sharded case holds the in-flight unsharded gradient buckets instead.
+  j.parallel.zero_stage = 2;
+  j.training.global_batch_size = 4;
+  const double sharded_buffers = memory_per_gpu(j, 3, buf).buffers_bytes;
+  j.training.global_batch_size = 768;
+  EXPECT_DOUBLE_EQ(sharded_buffers - memory_per_gpu(j, 3, buf).buffers_bytes, 2.0 * 1000 * 4);
 }
 
 }  // namespace

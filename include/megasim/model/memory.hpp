@@ -10,7 +10,7 @@ struct BufferSizes {
   double nccl_bytes_per_communicator = 0;  // NCCL's per-channel buffers of one communicator
   double cublas_workspace_bytes = 0;       // cuBLAS workspace
   double cuda_context_bytes = 0;           // CUDA context + resident kernel images
-  double grad_bucket_elements = 0;         // DP bucket; ZeRO-2/3 keep 2 unsharded in flight
+  double grad_bucket_elements = 0;         // DP bucket; sharded gradients keep 2 unsharded in flight
 };
 
 struct MemoryBreakdown {
