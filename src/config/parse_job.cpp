@@ -50,6 +50,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
     s.dp_overlap_granularity = *g;
   }
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
+  flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) s.attention_kernel = *k;
   flag("async_data_preprocessing", s.async_data_preprocessing);

@@ -148,6 +148,10 @@ void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
     throw InputError("training.precision",
                      "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
   }
+  if (job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage < 2) {
+    throw InputError("system.dp_reduce_every_micro_batch",
+                     "needs parallel.zero_stage >= 2 (only sharded gradients are reduced every micro-batch)");
+  }
   if (job.system.tp_fp8_forward_reduce_scatter &&
       (job.training.precision != Precision::Fp8 || !job.system.tp_overlap)) {
     throw InputError("system.tp_fp8_forward_reduce_scatter",

@@ -47,6 +47,21 @@ double bucketed_exposed_s(double comm_s, double pass_s, int n) {
   return std::max(comm_s / buckets, comm_s - pass_s * (buckets - 1.0) / buckets);
 }
 
+// Forward compute the first stage runs before its first backward: Megatron's warm-up of
+// min(m v, 2(p-1) + (v-1) p) chunk forwards when interleaved, min(m, p-1) stage forwards
+// (plus the first steady one) otherwise. Gradients reduced every micro-batch cannot start
+// before it.
+double warmup_forward_s(const StepCosts& c) {
+  const auto& chunks = c.chunks.front();
+  double fwd_s = 0;
+  for (const auto& ch : chunks) fwd_s += ch.fwd_compute_s;
+  const double v = static_cast<double>(c.vpp);
+  const double m = static_cast<double>(c.micro_batches);
+  const double p = static_cast<double>(c.pp);
+  if (c.vpp > 1) return std::min(m * v, 2.0 * (p - 1.0) + (v - 1.0) * p + 1.0) * fwd_s / v;
+  return std::min(m, p) * fwd_s;
+}
+
 }  // namespace
 
 StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
@@ -84,7 +99,15 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
       first_chunk = &c.chunks[s].front();
     }
   }
-  double dp_exposed_s = c.dp_reduce_time_s + c.dp_gather_time_s;
+  // Gradients reduced every micro-batch: m reductions a step, each after its chunk's backward
+  // on the DP stream; all but the last hide behind the compute that follows the first
+  // backward while the stream keeps up.
+  const bool every_mb = gradients_reduced_every_micro_batch(job);
+  const double reductions_s = (every_mb ? m : 1.0) * c.dp_reduce_time_s;
+  const double earlier_reductions_s = reductions_s - c.dp_reduce_time_s;
+  const double after_warmup_busy_s = std::max(0.0, pipeline_busy_s - warmup_forward_s(c));
+  const double reductions_left_s = std::max(0.0, earlier_reductions_s - after_warmup_busy_s);
+  double dp_exposed_s = reductions_s + c.dp_gather_time_s;
   double dp_hidden_s = 0;
   if (job.parallel.zero_stage == 3 && c.dp > 1) {
     // ZeRO-3 / FSDP re-gathers every chunk's parameters before each forward and backward
@@ -96,9 +119,23 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
     // With gradient buckets the first gather exposes one bucket and the reduce-scatter runs
     // beside the chunk's last backward.
     const int n = first_chunk->dp_buckets;
-    dp_exposed_s = std::max(0.0, gathers_s - pipeline_busy_s) + one_gather_s * first_chunk_share / n +
+    dp_exposed_s = std::max({0.0, gathers_s + earlier_reductions_s - pipeline_busy_s, reductions_left_s}) +
+                   one_gather_s * first_chunk_share / n +
                    bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n);
-    dp_hidden_s = gathers_s + c.dp_reduce_time_s - dp_exposed_s;
+    dp_hidden_s = gathers_s + reductions_s - dp_exposed_s;
+  } else if (every_mb && c.dp > 1) {
+    // ZeRO-2 reducing every micro-batch: the last reduction's tail sticks out; the parameters
+    // are gathered once a step, as with per-step reduction.
+    const int n = first_chunk->dp_buckets;
+    const double gather_exposed_s =
+        !sys.dp_overlap ? c.dp_gather_time_s
+        : sys.dp_prefetch_first_all_gather
+            ? 0.0
+            : bucketed_exposed_s(c.dp_gather_time_s * first_chunk_share, first_chunk->fwd_s(), n);
+    dp_exposed_s = reductions_left_s +
+                   bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n) +
+                   gather_exposed_s;
+    dp_hidden_s = reductions_s + c.dp_gather_time_s - dp_exposed_s;
   } else if (sys.dp_overlap && c.dp > 1) {
     // With bucketed overlap the chunk's collectives start while its pass is still running.
     const int n = first_chunk->dp_buckets;

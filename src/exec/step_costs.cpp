@@ -237,9 +237,10 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
                         (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
       // Megatron-Core buckets only model chunk 0 (disable_bucketing=(model_chunk_idx > 0):
       // later chunks' collectives overlap compute anyway); FSDP (ZeRO-3) gathers per unit in
-      // every chunk.
+      // every chunk, and gradients reduced every micro-batch go bucket by bucket in every chunk.
       const bool bucketed_chunk = sys.dp_overlap_granularity == "bucket" &&
-                                  ((sys.dp_overlap && v == 0) || par.zero_stage == 3);
+                                  ((sys.dp_overlap && v == 0) || par.zero_stage == 3 ||
+                                   gradients_reduced_every_micro_batch(job));
       if (bucketed_chunk) {
         // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default,
         // DP counted with context parallelism (megatron/core/distributed/distributed_data_parallel.py:

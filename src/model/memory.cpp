@@ -24,6 +24,11 @@ std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
 }
 }  // namespace
 
+bool gradients_sharded(const JobSpec& job) {
+  return job.parallel.zero_stage >= 2 &&
+         (gradients_reduced_every_micro_batch(job) || micro_batches_per_pipeline(job) == 1);
+}
+
 double layer_activation_bytes(const JobSpec& job) {
   const ModelSpec& m = job.model;
   const double t = std::max(1, job.parallel.tensor_model_parallel_size);
@@ -102,12 +107,11 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
   r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0);
   const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  // Gradients are resident until they are reduced. megasim reduces them once per step, after
-  // each chunk's last backward (MegaScale's ZeRO-2, section 3.2; Megatron's distributed
-  // optimizer; FSDP under no_sync), so with several micro-batches per step every chunk's
-  // full gradients accumulate side by side with the activations and ZeRO-2/3 shard them only
-  // when a step is one micro-batch (reduced as the backward produces them).
-  const bool grads_sharded = zero >= 2 && micro_batches_per_pipeline(job) == 1;
+  // Gradients are resident until they are reduced. Reduced once per step, after each chunk's
+  // last backward (MegaScale's ZeRO-2, section 3.2; Megatron's distributed optimizer; FSDP
+  // under no_sync), every chunk's full gradients accumulate side by side with the activations;
+  // see gradients_sharded.
+  const bool grads_sharded = gradients_sharded(job);
   r.gradients_bytes = params * grad_b / (grads_sharded ? shard : 1.0);
   // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
   r.optimizer_states_bytes = params * 12.0 / (zero >= 1 ? shard : 1.0);

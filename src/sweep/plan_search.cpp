@@ -179,15 +179,15 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
   std::vector<RankedPlan> top(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(k));
   if (opts.rerank_engine == EngineKind::Des) {
     // ZeRO-1 and ZeRO-2 shard the same collectives and optimizer work (they differ only in
-    // the gradient memory they keep, and only at one micro-batch per step), so their step
-    // graphs are identical: simulate each such
+    // the gradient memory they keep, and only at one micro-batch per step) unless ZeRO-2
+    // reduces every micro-batch, so their step graphs are identical: simulate each such
     // pair once. In the top 10 the pairs are common and this halves the event-engine phase.
     std::vector<std::size_t> runs;                 // indices of `top` that are simulated
     std::vector<std::size_t> source(top.size());   // index in `runs` whose timing a plan takes
     std::map<std::string, std::size_t> by_timing;
     for (std::size_t i = 0; i < top.size(); ++i) {
       PlanCandidate timing = top[i].plan;
-      if (timing.zero_stage == 2) timing.zero_stage = 1;
+      if (timing.zero_stage == 2 && !base.system.dp_reduce_every_micro_batch) timing.zero_stage = 1;
       const auto [it, fresh] = by_timing.emplace(plan_key(timing), runs.size());
       if (fresh) runs.push_back(i);
       source[i] = it->second;

@@ -44,6 +44,7 @@ WorkloadOptions workload_options(const JobSpec& job) {
   o.dp_overlap = job.system.dp_overlap;
   o.dp_prefetch_first_all_gather = job.system.dp_prefetch_first_all_gather;
   o.pp_overlap = job.system.pp_overlap;
+  o.reduce_every_micro_batch = gradients_reduced_every_micro_batch(job);
   return o;
 }
 
@@ -290,19 +291,27 @@ class Builder {
       return;
     }
     const TaskKind reduce = o_.zero_stage == 0 ? TaskKind::DpAllReduce : TaskKind::DpReduceScatter;
-    const bool per_chunk = o_.dp_overlap || o_.zero_stage == 3;
+    const bool per_chunk = o_.dp_overlap || o_.zero_stage == 3 || o_.reduce_every_micro_batch;
     const bool gather_per_chunk = o_.zero_stage >= 1 && o_.zero_stage <= 2 && o_.dp_overlap;
 
     // Split first, so that every DP-stream key below comes from the final compute program:
     // ZeRO-3 gathers every pass's parameters bucket by bucket; ZeRO 0-2 reduce each chunk's
-    // gradients as its last backward produces them and gather before its first forward.
-    std::vector<std::vector<TaskIndex>> reduce_pieces, gather_pieces;  // [chunk]
+    // gradients as its last backward produces them (every backward when they are reduced
+    // every micro-batch) and gather before its first forward.
+    std::vector<std::pair<int, std::vector<TaskIndex>>> reduce_pieces;  // (chunk, pass pieces)
+    std::vector<std::vector<TaskIndex>> gather_pieces;                  // [chunk]
     if (o_.zero_stage == 3) {
       const std::vector<TaskIndex> passes(order(s).begin() + 1, order(s).end());
       for (const TaskIndex t : passes) split_pass(s, t, buckets(s, g_.tasks[t].chunk));
     }
     for (int c = 0; c < c_.vpp; ++c) {
-      if (per_chunk) reduce_pieces.push_back(split_pass(s, last_backward(s, c), buckets(s, c)));
+      if (o_.reduce_every_micro_batch) {
+        for (std::int64_t mb = 0; mb < c_.micro_batches; ++mb) {
+          reduce_pieces.emplace_back(c, split_pass(s, pass(s, c, mb, false), buckets(s, c)));
+        }
+      } else if (per_chunk) {
+        reduce_pieces.emplace_back(c, split_pass(s, last_backward(s, c), buckets(s, c)));
+      }
       if (gather_per_chunk) gather_pieces.push_back(split_pass(s, first_forward(s, c), buckets(s, c)));
     }
     std::map<TaskIndex, double> pos;  // position on the stage's compute program
@@ -312,10 +321,9 @@ class Builder {
     TaskIndex last_reduce = 0;
     double last_key = -1;
     if (per_chunk) {
-      for (int c = 0; c < c_.vpp; ++c) {
-        // One reduction per bucket, each released by the piece of the chunk's last backward
+      for (const auto& [c, pieces] : reduce_pieces) {
+        // One reduction per bucket, each released by the piece of the chunk's (last) backward
         // that produces its gradients (one piece, the whole pass, per chunk by default).
-        const auto& pieces = reduce_pieces[static_cast<std::size_t>(c)];
         const double n = static_cast<double>(pieces.size());
         for (const TaskIndex piece : pieces) {
           const double key = pos.at(piece) + 0.5;

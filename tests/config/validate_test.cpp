@@ -141,6 +141,13 @@ TEST(Validate, EnumsAndRanges) {
   EXPECT_INPUT_ERROR(test::parse(j), "training.precision", "fp8 needs FP8 tensor cores");
   j["cluster"]["gpu"] = "h100-sxm5-80gb";
   EXPECT_EQ(test::parse(j).training.precision, Precision::Fp8);
+  // Only sharded gradients (ZeRO-2/3) are reduced every micro-batch.
+  j["parallel"]["zero_stage"] = 1;
+  j["system"]["dp_reduce_every_micro_batch"] = true;
+  EXPECT_INPUT_ERROR(test::parse(j), "system.dp_reduce_every_micro_batch", "needs parallel.zero_stage >= 2");
+  j["parallel"]["zero_stage"] = 2;
+  EXPECT_TRUE(test::parse(j).system.dp_reduce_every_micro_batch);
+  j["system"].erase("dp_reduce_every_micro_batch");
   // FP8 reduce-scatter userbuffers need FP8 training and TP overlap.
   j["system"]["tp_fp8_forward_reduce_scatter"] = true;
   EXPECT_INPUT_ERROR(test::parse(j), "system.tp_fp8_forward_reduce_scatter", "needs training.precision = fp8");

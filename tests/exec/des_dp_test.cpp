@@ -182,5 +182,26 @@ TEST(DesDp, Zero3BucketsExposeLessThanWholeChunkGathers) {
   EXPECT_NEAR(bucketed.breakdown.total_s(), bucketed.step_time_s, 1e-9);
 }
 
+// Gradients reduced every micro-batch (DeepSpeed ZeRO-2, FSDP without no_sync): while the
+// DP stream keeps up, the m reductions hide behind the backward passes and only the last one's
+// tail sticks out, as with one reduction per step; once m reductions outlast the compute, the
+// rest is exposed.
+TEST(DesDp, ReducingEveryMicroBatchHidesUntilTheStreamSaturates) {
+  JobSpec j = zero2_job(true);
+  const StepCosts light = zero2_costs(j, 40e6, 40e6);
+  const StepReport once = run(j, light);
+  j.system.dp_reduce_every_micro_batch = true;
+  const StepReport every = run(j, light);
+  EXPECT_NEAR(every.step_time_s / once.step_time_s, 1.0, 0.03);
+
+  const StepCosts heavy = zero2_costs(j, 20e9, 40e6);
+  const StepReport saturated = run(j, heavy);
+  j.system.dp_reduce_every_micro_batch = false;
+  const StepReport heavy_once = run(j, heavy);
+  // m = 4 reductions of the whole gradients instead of one.
+  EXPECT_GT(saturated.breakdown.exposed_dp_comm_s, 2.0 * heavy_once.breakdown.exposed_dp_comm_s);
+  EXPECT_NEAR(saturated.breakdown.total_s(), saturated.step_time_s, 1e-9);
+}
+
 }  // namespace
 }  // namespace megasim

@@ -362,6 +362,14 @@ TEST(Memory, GradientsShardOnlyWhenReducedEveryMicroBatch) {
     const MemoryBreakdown one = memory_per_gpu(j, 3, buf);
     EXPECT_DOUBLE_EQ(one.gradients_bytes, zero >= 2 ? 4 * params / 4 : 4 * params) << "ZeRO-" << zero;
   }
+  // Reduced every micro-batch (ZeRO-2/3 only), they are sharded whatever the step's length.
+  j.system.dp_reduce_every_micro_batch = true;
+  for (const int zero : {1, 2, 3}) {
+    j.parallel.zero_stage = zero;
+    EXPECT_DOUBLE_EQ(memory_per_gpu(j, 3, buf).gradients_bytes, zero >= 2 ? 4 * params / 4 : 4 * params)
+        << "ZeRO-" << zero;
+  }
+  j.system.dp_reduce_every_micro_batch = false;
   // The sharded case holds the in-flight unsharded gradient buckets instead.
   j.parallel.zero_stage = 2;
   j.training.global_batch_size = 4;

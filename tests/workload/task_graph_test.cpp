@@ -301,6 +301,32 @@ TEST(TaskGraph, Zero3BucketsGatherBeforeEveryPiece) {
   EXPECT_NEAR(gathered, 500.0 * 2 * 4, 1e-9);  // the stage's parameters, every pass
 }
 
+// Gradients reduced every micro-batch (DeepSpeed ZeRO-2, FSDP without no_sync): one
+// reduce-scatter per bucket of every backward pass, each released by the piece producing it,
+// m times the once-per-step bytes in all.
+TEST(TaskGraph, ReducingEveryMicroBatchFollowsEveryBackward) {
+  StepCosts c = costs(2, 2, 4, 4);
+  for (auto& st : c.chunks)
+    for (auto& ch : st) ch.dp_buckets = 3;
+  WorkloadOptions o;
+  o.zero_stage = 2;
+  o.reduce_every_micro_batch = true;
+  const StepGraph g = build_step_graph(c, o);
+  EXPECT_TRUE(runs_to_completion(g));
+  EXPECT_EQ(count(g, TaskKind::Backward), 16U * 3U);  // every backward split into its buckets
+  EXPECT_EQ(count(g, TaskKind::Forward), 16U);
+  EXPECT_EQ(count(g, TaskKind::DpReduceScatter), 16U * 3U);  // [every backward piece]
+  double reduced = 0;
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::DpReduceScatter) continue;
+    if (t.stage == 0) reduced += t.bytes;
+    ASSERT_EQ(t.deps.size(), 1U);
+    EXPECT_EQ(g.tasks[t.deps[0]].kind, TaskKind::Backward);
+    EXPECT_EQ(g.tasks[t.deps[0]].bucket, t.bucket);
+  }
+  EXPECT_NEAR(reduced, 1000.0 * 4, 1e-9);
+}
+
 // Whatever the ZeRO stage, overlap, bucket count and pipeline shape, the compute programs and
 // the DP streams (each issued in key order) never wait on each other in a cycle.
 TEST(TaskGraph, EveryDpModeIsDeadlockFree) {
@@ -308,17 +334,21 @@ TEST(TaskGraph, EveryDpModeIsDeadlockFree) {
     for (const bool dp_overlap : {false, true}) {
       for (const int buckets : {1, 5}) {
         for (const bool pp_overlap : {false, true}) {
-          for (const auto& [p, v, m] : {std::tuple{1, 1, 3}, std::tuple{2, 1, 4}, std::tuple{4, 2, 8}, std::tuple{3, 3, 3}}) {
-            StepCosts c = costs(p, v, m, 4);
-            for (auto& st : c.chunks)
-              for (auto& ch : st) ch.dp_buckets = buckets;
-            WorkloadOptions o;
-            o.zero_stage = zero;
-            o.dp_overlap = dp_overlap;
-            o.pp_overlap = pp_overlap;
-            EXPECT_TRUE(runs_to_completion(build_step_graph(c, o)))
-                << "zero " << zero << " dp_overlap " << dp_overlap << " buckets " << buckets << " pp_overlap "
-                << pp_overlap << " p " << p << " v " << v << " m " << m;
+          for (const bool every_mb : {false, true}) {
+            if (every_mb && zero < 2) continue;
+            for (const auto& [p, v, m] : {std::tuple{1, 1, 3}, std::tuple{2, 1, 4}, std::tuple{4, 2, 8}, std::tuple{3, 3, 3}}) {
+              StepCosts c = costs(p, v, m, 4);
+              for (auto& st : c.chunks)
+                for (auto& ch : st) ch.dp_buckets = buckets;
+              WorkloadOptions o;
+              o.zero_stage = zero;
+              o.dp_overlap = dp_overlap;
+              o.pp_overlap = pp_overlap;
+              o.reduce_every_micro_batch = every_mb;
+              EXPECT_TRUE(runs_to_completion(build_step_graph(c, o)))
+                  << "zero " << zero << " dp_overlap " << dp_overlap << " buckets " << buckets << " pp_overlap "
+                  << pp_overlap << " every_mb " << every_mb << " p " << p << " v " << v << " m " << m;
+            }
           }
         }
       }

@@ -135,6 +135,10 @@ struct SystemSpec {
   // pass, as FSDP units).
   std::string dp_overlap_granularity = "chunk";
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
+  // ZeRO-2/3 only: reduce-scatter every micro-batch's gradients as its backward produces them
+  // and keep only this rank's shard (DeepSpeed ZeRO-2, FSDP without no_sync): m reductions per
+  // step instead of one, sharded gradient memory.
+  bool dp_reduce_every_micro_batch = false;
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
   std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2"
   bool async_data_preprocessing = false;
@@ -171,5 +175,11 @@ const char* to_string(Optimizer v);
 const char* to_string(Topology v);
 const char* to_string(Routing v);
 const char* to_string(PlacementOrder v);
+
+// When the gradients are reduce-scattered: every micro-batch (system.dp_reduce_every_micro_batch
+// under ZeRO-2/3), or once per step after each chunk's last backward (everything else).
+inline bool gradients_reduced_every_micro_batch(const JobSpec& job) {
+  return job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage >= 2;
+}
 
 }  // namespace megasim

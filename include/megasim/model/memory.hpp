@@ -49,4 +49,8 @@ struct PeakMemory {
 };
 PeakMemory peak_memory_per_gpu(const JobSpec& job, const BufferSizes& buffers);
 
+// Whether a rank keeps only its DP shard of the gradients: ZeRO-2/3 when they are reduced as
+// the backward produces them (every micro-batch, or a step of one micro-batch).
+bool gradients_sharded(const JobSpec& job);
+
 }  // namespace megasim

@@ -112,6 +112,7 @@ struct WorkloadOptions {
   bool dp_overlap = false;
   bool dp_prefetch_first_all_gather = false;
   bool pp_overlap = false;
+  bool reduce_every_micro_batch = false;  // gradients reduce-scattered after every backward pass
 };
 
 WorkloadOptions workload_options(const JobSpec& job);
