@@ -48,9 +48,9 @@ double bucketed_exposed_s(double comm_s, double pass_s, int n) {
 }
 
 // Forward compute the first stage runs before its first backward: Megatron's warm-up of
-// min(m v, 2(p-1) + (v-1) p) chunk forwards when interleaved, min(m, p-1) stage forwards
-// (plus the first steady one) otherwise. Gradients reduced every micro-batch cannot start
-// before it.
+// 2(p-1) + (v-1) p chunk forwards when interleaved, p-1 stage forwards otherwise, plus the
+// first steady-state forward, at most all m of them. Gradients reduced every micro-batch
+// cannot start before it.
 double warmup_forward_s(const StepCosts& c) {
   const auto& chunks = c.chunks.front();
   double fwd_s = 0;
