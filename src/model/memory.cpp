@@ -145,7 +145,10 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   if (cp > 1) ++communicators;
   double buffers = buf.cuda_context_bytes + buf.cublas_workspace_bytes +
                    communicators * buf.nccl_bytes_per_communicator;
-  if (p > 1) buffers += 4.0 * sbh * 2.0;  // send+recv of activations and of their grads
+  // Send and receive buffers of the boundary activations and of their gradients: with sequence
+  // parallelism each rank's are its 1/t slice (what it sends, step_costs' p2p_bytes); without,
+  // Megatron's scatter-gather sends 1/t but all-gathers the whole tensor on arrival.
+  if (p > 1) buffers += 4.0 * sbh / (sp ? t : 1) * 2.0;
   if (grads_sharded) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
   if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets
   r.buffers_bytes = buffers;

@@ -347,6 +347,18 @@ TEST(Memory, ZeroSharding) {
   EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).activations_bytes, memory_per_gpu(j, 3, BufferSizes{}).activations_bytes);
 }
 
+// Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with
+// sequence parallelism, the whole (all-gathered) tensor without it.
+TEST(Memory, PipelineBuffersFollowTheBoundaryTensor) {
+  JobSpec j = gpt175b_megascale();  // TP 8, PP 8, SP on
+  const double sbh = 2048.0 * 1 * 12288;
+  const double with_sp = memory_per_gpu(j, 3, BufferSizes{}).buffers_bytes;
+  j.parallel.sequence_parallel = false;
+  const double without_sp = memory_per_gpu(j, 3, BufferSizes{}).buffers_bytes;
+  EXPECT_DOUBLE_EQ(with_sp, 4.0 * sbh / 8 * 2.0);
+  EXPECT_DOUBLE_EQ(without_sp, 4.0 * sbh * 2.0);
+}
+
 // Gradients stay whole while they accumulate: megasim reduces them once per step, so ZeRO-2/3
 // shard them only when the step is a single micro-batch.
 TEST(Memory, GradientsShardOnlyWhenReducedEveryMicroBatch) {
