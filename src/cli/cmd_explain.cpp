@@ -37,7 +37,7 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
   const auto& m = job.model;
   const auto& p = job.parallel;
   const auto& t = job.training;
-  const std::int64_t micro_batches = t.global_batch_size / (t.micro_batch_size * p.data_parallel_size);
+  const std::int64_t micro_batches = micro_batches_per_pipeline(job);
   out << "job: " << (job.name.empty() ? "(unnamed)" : job.name) << "\n";
   out << "model: " << m.name << ": h " << m.hidden_size << ", layers " << m.num_hidden_layers
       << ", heads " << m.num_attention_heads << " (kv " << m.num_key_value_heads << "), ffn "

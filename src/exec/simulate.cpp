@@ -56,8 +56,7 @@ void fill_derived_fields(const JobSpec& job, const BufferSizes& buffers, StepRep
   r.plan.cp = p.context_parallel_size;
   r.plan.dp = p.data_parallel_size;
   r.plan.micro_batch_size = job.training.micro_batch_size;
-  r.plan.micro_batches_per_pipeline =
-      job.training.global_batch_size / (job.training.micro_batch_size * p.data_parallel_size);
+  r.plan.micro_batches_per_pipeline = micro_batches_per_pipeline(job);
   r.plan.zero_stage = p.zero_stage;
   r.plan.recompute = to_string(job.training.recompute);
 }

@@ -207,7 +207,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   c.pp = pp;
   c.vpp = vpp;
   c.dp = dp;
-  c.micro_batches = job.training.global_batch_size / (job.training.micro_batch_size * dp);
+  c.micro_batches = micro_batches_per_pipeline(job);
 
   int first_layer = 0;
   for (int s = 0; s < pp; ++s) {

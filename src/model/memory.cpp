@@ -16,12 +16,6 @@
 namespace megasim {
 namespace {
 double dd(std::int64_t v) { return static_cast<double>(v); }
-
-std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
-  const std::int64_t dp = std::max<std::int64_t>(1, job.parallel.data_parallel_size);
-  const std::int64_t mbs = std::max<std::int64_t>(1, job.training.micro_batch_size);
-  return std::max<std::int64_t>(1, job.training.global_batch_size / (dp * mbs));
-}
 }  // namespace
 
 bool gradients_sharded(const JobSpec& job) {

@@ -143,8 +143,7 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
         p.plan = candidates[i];
         p.key = plan_key(p.plan);
         p.dp = job.parallel.data_parallel_size;
-        p.micro_batches_per_pipeline =
-            job.training.global_batch_size / (job.training.micro_batch_size * job.parallel.data_parallel_size);
+        p.micro_batches_per_pipeline = micro_batches_per_pipeline(job);
         p.peak_memory_bytes = o.peak_bytes;
         fill_figures(job, r.breakdown, r.step_time_s, "analytic", p);
         p.analytic_step_time_s = r.step_time_s;

@@ -176,6 +176,15 @@ const char* to_string(Topology v);
 const char* to_string(Routing v);
 const char* to_string(PlacementOrder v);
 
+// Micro-batches each pipeline runs per step: global batch / (micro-batch size x DP); at least
+// 1 (and no division by zero) for a JobSpec built in code before validation.
+inline std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
+  const std::int64_t dp = job.parallel.data_parallel_size > 1 ? job.parallel.data_parallel_size : 1;
+  const std::int64_t mbs = job.training.micro_batch_size > 1 ? job.training.micro_batch_size : 1;
+  const std::int64_t m = job.training.global_batch_size / (dp * mbs);
+  return m > 1 ? m : 1;
+}
+
 // When the gradients are reduce-scattered: every micro-batch (system.dp_reduce_every_micro_batch
 // under ZeRO-2/3), or once per step after each chunk's last backward (everything else).
 inline bool gradients_reduced_every_micro_batch(const JobSpec& job) {
