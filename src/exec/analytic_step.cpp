@@ -123,9 +123,11 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
                    one_gather_s * first_chunk_share / n +
                    bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n);
     dp_hidden_s = gathers_s + reductions_s - dp_exposed_s;
-  } else if (every_mb && c.dp > 1) {
-    // ZeRO-2 reducing every micro-batch: the last reduction's tail sticks out; the parameters
-    // are gathered once a step, as with per-step reduction.
+  } else if ((sys.dp_overlap || every_mb) && c.dp > 1) {
+    // Reductions overlapped with the backward (by chunk or bucket, and every micro-batch when
+    // so reduced): what the stream cannot hide, then the last one's tail. The parameters are
+    // gathered once a step: overlapped before each chunk's first forward with dp_overlap
+    // (nothing exposed when prefetched), after the optimizer otherwise.
     const int n = first_chunk->dp_buckets;
     const double gather_exposed_s =
         !sys.dp_overlap ? c.dp_gather_time_s
@@ -136,14 +138,6 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
                    bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n) +
                    gather_exposed_s;
     dp_hidden_s = reductions_s + c.dp_gather_time_s - dp_exposed_s;
-  } else if (sys.dp_overlap && c.dp > 1) {
-    // With bucketed overlap the chunk's collectives start while its pass is still running.
-    const int n = first_chunk->dp_buckets;
-    dp_exposed_s = bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n) +
-                   (sys.dp_prefetch_first_all_gather
-                        ? 0.0
-                        : bucketed_exposed_s(c.dp_gather_time_s * first_chunk_share, first_chunk->fwd_s(), n));
-    dp_hidden_s = c.dp_reduce_time_s + c.dp_gather_time_s - dp_exposed_s;
   }
   // Hidden communication is not free: its kernels take SMs from compute, which runs 1 + s times
   // slower while they do; a pass whose kernels are a share f of its time stretches by 1 + s*f.
