@@ -42,6 +42,15 @@ AttentionParams attn(const nlohmann::json& j, const std::string& path, const cha
                          num(o, p, "head_dim_alpha", 0, 4)};
 }
 
+// The fitted fields of a GEMM block (gemm, gemm_fp8): peak fraction, k ramp, tiles, wave tail.
+void read_gemm_shape(const nlohmann::json& o, const std::string& p, GemmParams& g) {
+  g.max_efficiency = num(o, p, "max_efficiency", 0.05, 1.0);
+  g.k_half = num(o, p, "k_half", 0, 1e5);
+  g.tile_m = static_cast<int>(num(o, p, "tile_m", 16, 1024));
+  g.tile_n = static_cast<int>(num(o, p, "tile_n", 16, 1024));
+  g.wave_weight = num(o, p, "wave_weight", 0, 1);
+}
+
 }  // namespace
 
 HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string& path) {
@@ -50,22 +59,12 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.name = j.contains("name") && j.at("name").is_string() ? j.at("name").get<std::string>() : path;
   const auto& g = obj(j, path, "gemm");
   const std::string gp = join_path(path, "gemm");
-  hw.gemm.max_efficiency = num(g, gp, "max_efficiency", 0.05, 1.0);
-  hw.gemm.k_half = num(g, gp, "k_half", 0, 1e5);
-  hw.gemm.tile_m = static_cast<int>(num(g, gp, "tile_m", 16, 1024));
-  hw.gemm.tile_n = static_cast<int>(num(g, gp, "tile_n", 16, 1024));
+  read_gemm_shape(g, gp, hw.gemm);
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
-  hw.gemm.wave_weight = num(g, gp, "wave_weight", 0, 1);
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
   if (j.contains("gemm_fp8")) {
-    const auto& f = obj(j, path, "gemm_fp8");
-    const std::string fp = join_path(path, "gemm_fp8");
-    GemmParams g8 = hw.gemm;
-    g8.max_efficiency = num(f, fp, "max_efficiency", 0.05, 1.0);
-    g8.k_half = num(f, fp, "k_half", 0, 1e5);
-    g8.tile_m = static_cast<int>(num(f, fp, "tile_m", 16, 1024));
-    g8.tile_n = static_cast<int>(num(f, fp, "tile_n", 16, 1024));
-    g8.wave_weight = num(f, fp, "wave_weight", 0, 1);
+    GemmParams g8 = hw.gemm;  // the GPU's SM count and kernel latency
+    read_gemm_shape(obj(j, path, "gemm_fp8"), join_path(path, "gemm_fp8"), g8);
     hw.gemm_fp8 = g8;
   }
   const auto& a = obj(j, path, "attention");
