@@ -11,7 +11,8 @@
 namespace megasim {
 namespace {
 
-StepCosts costs(int p, int v, std::int64_t m, std::int64_t dp) {
+// Every chunk gets `dp_buckets` DP buckets (1: whole-chunk collectives).
+StepCosts costs(int p, int v, std::int64_t m, std::int64_t dp, int dp_buckets = 1) {
   StepCosts c;
   c.pp = p;
   c.vpp = v;
@@ -23,6 +24,7 @@ StepCosts costs(int p, int v, std::int64_t m, std::int64_t dp) {
       ch.fwd_compute_s = 1;
       ch.bwd_compute_s = 2;
       ch.param_bytes = 100;
+      ch.dp_buckets = dp_buckets;
     }
   c.p2p_bytes = 10;
   c.dp_grad_reduce_bytes = 1000;
@@ -216,9 +218,7 @@ TEST(TaskGraph, EveryScheduleShapeIsDeadlockFree) {
 // forward piece k only for all-gather k, and the pieces keep the pass's total work.
 TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
   for (const bool pp_overlap : {false, true}) {
-    StepCosts c = costs(2, 2, 4, 4);
-    for (auto& st : c.chunks)
-      for (auto& ch : st) ch.dp_buckets = 3;
+    StepCosts c = costs(2, 2, 4, 4, 3);
     WorkloadOptions o;
     o.zero_stage = 2;
     o.dp_overlap = true;
@@ -253,9 +253,7 @@ TEST(TaskGraph, DpBucketsSplitTheChunkPassesAroundTheirCollectives) {
 TEST(TaskGraph, EveryTaskHasADistinctName) {
   for (const int zero : {2, 3}) {
     for (const bool pp_overlap : {false, true}) {
-      StepCosts c = costs(2, 2, 4, 4);
-      for (auto& st : c.chunks)
-        for (auto& ch : st) ch.dp_buckets = 3;
+      StepCosts c = costs(2, 2, 4, 4, 3);
       WorkloadOptions o;
       o.zero_stage = zero;
       o.dp_overlap = true;
@@ -284,9 +282,7 @@ TEST(TaskGraph, EveryTaskHasADistinctName) {
 // ZeRO-3 (FSDP) with buckets gathers one bucket of parameters before each piece of every
 // pass, two pieces ahead; the gradients still reduce once per chunk, bucket by bucket.
 TEST(TaskGraph, Zero3BucketsGatherBeforeEveryPiece) {
-  StepCosts c = costs(2, 2, 4, 4);
-  for (auto& st : c.chunks)
-    for (auto& ch : st) ch.dp_buckets = 3;
+  StepCosts c = costs(2, 2, 4, 4, 3);
   WorkloadOptions o;
   o.zero_stage = 3;
   const StepGraph g = build_step_graph(c, o);
@@ -305,9 +301,7 @@ TEST(TaskGraph, Zero3BucketsGatherBeforeEveryPiece) {
 // reduce-scatter per bucket of every backward pass, each released by the piece producing it,
 // m times the once-per-step bytes in all.
 TEST(TaskGraph, ReducingEveryMicroBatchFollowsEveryBackward) {
-  StepCosts c = costs(2, 2, 4, 4);
-  for (auto& st : c.chunks)
-    for (auto& ch : st) ch.dp_buckets = 3;
+  StepCosts c = costs(2, 2, 4, 4, 3);
   WorkloadOptions o;
   o.zero_stage = 2;
   o.reduce_every_micro_batch = true;
@@ -337,9 +331,7 @@ TEST(TaskGraph, EveryDpModeIsDeadlockFree) {
           for (const bool every_mb : {false, true}) {
             if (every_mb && zero < 2) continue;
             for (const auto& [p, v, m] : {std::tuple{1, 1, 3}, std::tuple{2, 1, 4}, std::tuple{4, 2, 8}, std::tuple{3, 3, 3}}) {
-              StepCosts c = costs(p, v, m, 4);
-              for (auto& st : c.chunks)
-                for (auto& ch : st) ch.dp_buckets = buckets;
+              const StepCosts c = costs(p, v, m, 4, buckets);
               WorkloadOptions o;
               o.zero_stage = zero;
               o.dp_overlap = dp_overlap;
