@@ -1,6 +1,7 @@
 // `megasim explain CONFIG [--set ...]`: what a planner checks by hand before simulating —
 // parameters, FLOPs per token, parallel degrees, layers per stage and chunk, memory by
-// component, and where each rank runs (rank -> GPU -> node -> ToR set).
+// component, and where each rank runs (rank -> GPU -> node -> ToR set). With --kernels, every
+// kernel and collective of one layer for one micro-batch, timed alone.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@ struct ExplainArgs {
   std::string config;
   std::vector<std::string> sets;
   std::int64_t max_rows = 32;
+  bool kernels = false;
 };
 
 std::string num(const char* f, double v) {
@@ -87,6 +89,56 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
   out << render_placement_table(Placement(p, job.cluster), max_rows);
 }
 
+// Shape column: m x n x k for a GEMM, heads x queries x span for attention, bytes otherwise.
+std::string kernel_shape(const LayerOp& op) {
+  if (op.kind == OpKind::Gemm) {
+    return std::to_string(op.gemm_m) + "x" + std::to_string(op.gemm_n) + "x" + std::to_string(op.gemm_k) +
+           (op.fp8 ? " fp8" : "");
+  }
+  if (op.kind == OpKind::Attention) {
+    return std::to_string(op.attn.batch * op.attn.heads) + "h " + std::to_string(op.attn.seq_q) + "q " +
+           std::to_string(op.attn.seq_kv_span) + "kv";
+  }
+  return format_bytes(is_communication(op.kind) ? op.comm_bytes : op.bytes);
+}
+
+// Achieved rate: TFLOP/s for FLOP-bound kernels, GB/s of HBM traffic for memory-bound ones,
+// GB/s of (full-tensor) collective size for communication.
+std::string kernel_rate(const LayerOp& op, double s) {
+  if (s <= 0) return "-";
+  if (op.kind == OpKind::Gemm || op.kind == OpKind::Attention) return num("%.0f TFLOP/s", op.flops / s / 1e12);
+  return num("%.0f GB/s", (is_communication(op.kind) ? op.comm_bytes : op.bytes) / s / 1e9);
+}
+
+void explain_kernels(const std::vector<LayerKernelTime>& rows, std::ostream& out) {
+  out << "kernels of one layer, one micro-batch, this GPU (each timed alone: GEMMs whole, collectives\n"
+         "at their serial time before TP overlap hides them):\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  %-9s %-22s %-17s %-26s %11s %15s\n", "pass", "kernel", "kind", "shape",
+                "time", "rate");
+  out << buf;
+  std::string pass;
+  double pass_s = 0, pass_comm_s = 0;
+  const auto flush = [&] {
+    if (pass.empty()) return;
+    std::snprintf(buf, sizeof buf, "  %-9s total compute %.3f ms, collectives %.3f ms (serial)\n", pass.c_str(),
+                  pass_s * 1e3, pass_comm_s * 1e3);
+    out << buf;
+  };
+  for (const auto& r : rows) {
+    if (r.pass != pass) {
+      flush();
+      pass = r.pass;
+      pass_s = pass_comm_s = 0;
+    }
+    (is_communication(r.op.kind) ? pass_comm_s : pass_s) += r.time_s;
+    std::snprintf(buf, sizeof buf, "  %-9s %-22s %-17s %-26s %8.1f us %15s\n", r.pass.c_str(), r.op.name.c_str(),
+                  to_string(r.op.kind), kernel_shape(r.op).c_str(), r.time_s * 1e6, kernel_rate(r.op, r.time_s).c_str());
+    out << buf;
+  }
+  flush();
+}
+
 }  // namespace
 
 void register_explain_command(CLI::App& app, CliContext& ctx) {
@@ -95,11 +147,17 @@ void register_explain_command(CLI::App& app, CliContext& ctx) {
                                             "rank placement for a job");
   add_job_arguments(cmd, args->config, args->sets);
   cmd->add_option("--max-rows", args->max_rows, "placement rows to print (default 32)");
+  cmd->add_flag("--kernels", args->kernels,
+                "also list every kernel and TP/CP collective of one layer, one micro-batch, with its time");
   cmd->callback([args, &ctx] {
     if (args->max_rows < 1) throw InputError("--max-rows", "must be >= 1");
     const JobSpec job = ctx.load_job(args->config, args->sets);
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
-    explain(job, load_job_hardware_profile(job, catalog).buffers, args->max_rows, ctx.out);
+    const auto data = load_step_cost_data(job, catalog);
+    // Timed before anything is printed, so a profile that cannot time a kernel fails cleanly.
+    const auto kernels = args->kernels ? layer_kernel_times(job, *data) : std::vector<LayerKernelTime>{};
+    explain(job, buffer_sizes(*data), args->max_rows, ctx.out);
+    if (args->kernels) explain_kernels(kernels, ctx.out);
   });
 }
 

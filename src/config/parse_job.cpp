@@ -24,9 +24,10 @@ constexpr std::array<EnumName<Precision>, 3> kPrecisions{{{"bf16", Precision::Bf
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
-constexpr std::array<EnumName<std::string_view>, 3> kAttentionKernels{{{"unfused", "unfused"},
+constexpr std::array<EnumName<std::string_view>, 4> kAttentionKernels{{{"unfused", "unfused"},
                                                                       {"flash-v1", "flash-v1"},
-                                                                      {"flash-v2", "flash-v2"}}};
+                                                                      {"flash-v2", "flash-v2"},
+                                                                      {"cudnn-fused", "cudnn-fused"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "ffn"},
                                                                      {"all-linears", "all-linears"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kDpOverlapGranularities{{{"chunk", "chunk"},

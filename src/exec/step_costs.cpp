@@ -83,37 +83,99 @@ double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
   return chunks * op_time_s(c.hw, c.job.cluster.gpu, c.job, piece);
 }
 
+// Serial time of one TP or CP collective of the layer (0 when its group has one rank).
+double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
+  if (op.kind == OpKind::CpExchange) {
+    if (c.cp_group.ranks <= 1) return 0.0;
+    return collective_time_s(CollOp::SendRecv, bytes,
+                             group_shape(2, c.job.parallel.tensor_model_parallel_size, c.job.cluster.gpus_per_node),
+                             c.job.cluster, c.nccl);
+  }
+  if (c.tp_group.ranks <= 1) return 0.0;
+  return collective_time_s(comm_op_of(op.kind), bytes, c.tp_group, c.job.cluster, c.nccl);
+}
+
+// The time a compute op takes in the pass: overlap-path forward and dgrad GEMMs (m = tokens) run
+// in token chunks. Weight-gradient GEMMs reduce over the tokens (k = tokens): they stay whole,
+// since splitting the reduction would rewrite the whole weight gradient once per chunk.
+bool runs_chunked(const LayerOp& op, int chunks) {
+  return op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
+}
+double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
+  return runs_chunked(op, chunks) ? chunked_gemm_time_s(c, op, chunks) : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+}
+
+// Transformer Engine's userbuffers (tp_overlap with tp_overlap_scope = all-linears) overlap each
+// collective its own way (TE's initialize_ub method table): the forward all-gathers and the
+// backward output-gradient all-gathers by ring exchange with the GEMM that consumes them (the GEMM
+// starts on the local shard while the next shard arrives, so nothing is exposed beyond what
+// outlasts the remaining GEMM chunks); the forward reduce-scatters pipelined behind the GEMM that
+// produces them (the last chunk's reduction is exposed); the wgrad input all-gather and the
+// dgrad reduce-scatter in bulk beside the dgrad and wgrad GEMMs (Megatron's async pair).
+bool te_userbuffers(const JobSpec& job) { return job.system.tp_overlap && job.system.tp_overlap_scope == "all-linears"; }
+
+// Forward and dgrad GEMMs an all-gather at ops[i] feeds: the next run of GEMMs, past any FP8
+// cast/transpose kernels, up to the first wgrad GEMM or non-GEMM op.
+double gemms_after_s(const Context& c, const std::vector<LayerOp>& ops, std::size_t i, int chunks) {
+  double s = 0;
+  std::size_t j = i + 1;
+  while (j < ops.size() && ops[j].kind == OpKind::Elementwise) ++j;
+  for (; j < ops.size() && ops[j].kind == OpKind::Gemm && !ops[j].weight_gradient; ++j) s += compute_op_time_s(c, ops[j], chunks);
+  return s;
+}
+// GEMMs a reduce-scatter at ops[i] reduces the output of: the run of GEMMs right before it.
+double gemms_before_s(const Context& c, const std::vector<LayerOp>& ops, std::size_t i, int chunks) {
+  double s = 0;
+  for (std::size_t j = i; j > 0 && ops[j - 1].kind == OpKind::Gemm; --j) s += compute_op_time_s(c, ops[j - 1], chunks);
+  return s;
+}
+
 // Compute time and communication of an op list, split the way TP overlap needs it.
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = overlap_chunks(c.job);
-  std::map<std::string, double> gemm_s;  // backward GEMM times by name, for async collectives
-  for (const auto& op : ops) {
+  const bool te = te_userbuffers(c.job);
+  const double k = chunks;
+  std::map<std::string, double> gemm_s;  // backward GEMM times by name, for collectives beside them
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const LayerOp& op = ops[i];
     if (!is_communication(op.kind)) {
-      // Overlap-path forward and dgrad GEMMs (m = tokens) run in token chunks. Weight-gradient GEMMs
-      // reduce over the tokens (k = tokens): they stay whole, since splitting the reduction
-      // would rewrite the whole weight gradient once per chunk.
-      const bool chunked = op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
-      const double s = chunked ? chunked_gemm_time_s(c, op, chunks)
-                               : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+      const double s = compute_op_time_s(c, op, chunks);
       t.compute_s += s;
-      t.kernels += chunked ? op.kernels * chunks : op.kernels;
+      t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
       if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += s;
-      if (op.kind == OpKind::Gemm && c.job.system.tp_async_backward) gemm_s[op.name] = s;
+      if (op.kind == OpKind::Gemm && (c.job.system.tp_async_backward || te)) gemm_s[op.name] = s;
       continue;
     }
     if (op.kind == OpKind::CpExchange) {
-      if (c.cp_group.ranks > 1) {
-        t.cp_comm_s += collective_time_s(CollOp::SendRecv, op.comm_bytes, group_shape(2, c.job.parallel.tensor_model_parallel_size, c.job.cluster.gpus_per_node), c.job.cluster, c.nccl);
-      }
+      t.cp_comm_s += comm_op_time_s(c, op, op.comm_bytes);
       continue;
     }
     if (c.tp_group.ranks <= 1) continue;
+    const bool bulk_beside = !op.async_beside.empty();
+    if (te && op.tp_overlap_path) {
+      double s = 0, exposed = 0;
+      if (bulk_beside) {
+        s = comm_op_time_s(c, op, op.comm_bytes);
+        exposed = async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
+      } else if (op.kind == OpKind::TpAllGather) {  // ring exchange into the next GEMMs
+        s = k * comm_op_time_s(c, op, op.comm_bytes / k);
+        const double hiding = gemms_after_s(c, ops, i, chunks) * (k - 1) / k;
+        exposed = std::max(0.0, s - hiding) + c.overlap_slowdown * std::min(s, hiding);
+      } else {  // reduce-scatter pipelined behind the GEMMs before it: the last chunk is exposed
+        s = k * comm_op_time_s(c, op, op.comm_bytes / k);
+        const double g = gemms_before_s(c, ops, i, chunks);
+        exposed = s / k + (k - 1) / k * std::max(0.0, s - g) + c.overlap_slowdown * std::min(s * (k - 1) / k, g);
+      }
+      t.async_comm_s += s;
+      t.async_exposed_s += exposed;
+      continue;
+    }
     // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
     // collectives off that path run beside their linear's other GEMM.
     const bool chunk_overlapped = c.job.system.tp_overlap && op.tp_overlap_path;
-    if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
-      const double s = collective_time_s(comm_op_of(op.kind), op.comm_bytes, c.tp_group, c.job.cluster, c.nccl);
+    if (c.job.system.tp_async_backward && bulk_beside && !chunk_overlapped) {
+      const double s = comm_op_time_s(c, op, op.comm_bytes);
       t.async_comm_s += s;
       t.async_exposed_s += async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
       continue;
@@ -121,8 +183,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the
     // collective's latency and runs at the (lower) bandwidth of its smaller message.
     const int pieces = op.tp_overlap_path ? chunks : 1;
-    const double s = pieces * collective_time_s(comm_op_of(op.kind), op.comm_bytes / pieces, c.tp_group,
-                                                c.job.cluster, c.nccl);
+    const double s = pieces * comm_op_time_s(c, op, op.comm_bytes / pieces);
     (op.tp_overlap_path ? t.overlap_comm_s : t.other_comm_s) += s;
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
@@ -157,6 +218,17 @@ struct StepCostData {
   HostOverheads host;
 };
 
+namespace {
+
+Context make_context(const JobSpec& job, const StepCostData& data) {
+  const int gpn = job.cluster.gpus_per_node;
+  return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, gpn),
+                 group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, gpn),
+                 overlap_compute_slowdown(data.hw) - 1.0};
+}
+
+}  // namespace
+
 HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
   return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
                                "cluster.gpu.profile");
@@ -188,7 +260,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const NcclModel& nccl = data.nccl;
 
   const double slowdown = overlap_compute_slowdown(hw) - 1.0;  // SMs lost to NCCL kernels
-  Context ctx{job, hw, nccl, group_shape(tp, 1, gpn), group_shape(cp, tp, gpn), slowdown};
+  const Context ctx = make_context(job, data);
 
   // One layer, one micro-batch.
   const PassTimes fwd = time_ops(ctx, layer_forward_ops(job));
@@ -313,6 +385,22 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   c.straggler_slowdown = slow_host_slowdown * (1.0 - std::pow(1.0 - slow_fraction, nodes));
   c.buffers = hw.buffers;
   return c;
+}
+
+std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data) {
+  const Context ctx = make_context(job, data);
+  std::vector<LayerKernelTime> rows;
+  const auto add = [&](const char* pass, const std::vector<LayerOp>& ops) {
+    for (const auto& op : ops) {
+      const double s = is_communication(op.kind) ? comm_op_time_s(ctx, op, op.comm_bytes)
+                                                 : op_time_s(data.hw, job.cluster.gpu, job, op);
+      rows.push_back(LayerKernelTime{pass, op, s});
+    }
+  };
+  add("forward", layer_forward_ops(job));
+  add("backward", layer_backward_ops(job));
+  add("recompute", layer_recompute_ops(job));
+  return rows;
 }
 
 }  // namespace megasim

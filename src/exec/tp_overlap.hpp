@@ -21,7 +21,9 @@ struct PassTimes {
   double overlap_gemm_s = 0;  // GEMMs TP communication can be fused with (system.tp_overlap_scope)
   double overlap_comm_s = 0;  // TP collectives fused with those GEMMs when overlap is on
   double other_comm_s = 0;  // TP collectives that stay exposed
-  double async_comm_s = 0;     // TP collectives run beside a backward GEMM (Megatron async)
+  // TP collectives priced one by one beside their own GEMMs: Megatron's asynchronous backward
+  // collectives, and every collective under Transformer Engine's userbuffers (step_costs.cpp).
+  double async_comm_s = 0;
   double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
   int kernels = 0;          // kernel launches

@@ -39,7 +39,7 @@ AttentionParams attn(const nlohmann::json& j, const std::string& path, const cha
   const auto& o = obj(j, path, key);
   const std::string p = join_path(path, key);
   return AttentionParams{num(o, p, "max_efficiency", 0.01, 1.0), num(o, p, "seq_half", 0, 1e6),
-                         num(o, p, "head_dim_alpha", 0, 4)};
+                         num(o, p, "head_dim_alpha", 0, 4), num(o, p, "dropout_efficiency", 0.01, 1.0)};
 }
 
 // The fitted fields of a GEMM block (gemm, gemm_fp8): peak fraction, k ramp, tiles, wave tail.
@@ -62,6 +62,8 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   read_gemm_shape(g, gp, hw.gemm);
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
+  // Measured on Hopper only; a profile without it does not charge the main-grad epilogue.
+  if (g.contains("main_grad_bw_fraction")) hw.gemm.main_grad_bw_fraction = num(g, gp, "main_grad_bw_fraction", 0.01, 1);
   if (j.contains("gemm_fp8")) {
     GemmParams g8 = hw.gemm;  // the GPU's SM count and kernel latency
     read_gemm_shape(obj(j, path, "gemm_fp8"), join_path(path, "gemm_fp8"), g8);
@@ -73,6 +75,10 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.flash_v2_bwd = attn(a, ap, "flash_v2_backward");
   hw.flash_v1_fwd = attn(a, ap, "flash_v1_forward");
   hw.flash_v1_bwd = attn(a, ap, "flash_v1_backward");
+  if (a.contains("cudnn_fused_forward") || a.contains("cudnn_fused_backward")) {
+    hw.cudnn_fused_fwd = attn(a, ap, "cudnn_fused_forward");
+    hw.cudnn_fused_bwd = attn(a, ap, "cudnn_fused_backward");
+  }
   hw.unfused_memory_passes_fwd = num(a, ap, "unfused_memory_passes_forward", 0, 64);
   hw.unfused_memory_passes_bwd = num(a, ap, "unfused_memory_passes_backward", 0, 64);
   hw.unfused_dropout_passes_fwd = num(a, ap, "unfused_dropout_passes_forward", 0, hw.unfused_memory_passes_fwd);

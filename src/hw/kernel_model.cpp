@@ -16,7 +16,8 @@ AttentionKernel parse_attention_kernel(const std::string& name, const std::strin
   if (name == "unfused") return AttentionKernel::Unfused;
   if (name == "flash-v1") return AttentionKernel::FlashV1;
   if (name == "flash-v2") return AttentionKernel::FlashV2;
-  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\"");
+  if (name == "cudnn-fused") return AttentionKernel::CudnnFused;
+  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\", \"cudnn-fused\"");
 }
 
 double peak_flops(const GpuSpec& gpu, Precision p) {
@@ -28,6 +29,21 @@ const GemmParams& gemm_params(const HardwareProfile& hw, Precision p) {
   if (p != Precision::Fp8) return hw.gemm;
   if (!hw.gemm_fp8) throw InputError("hw." + hw.name + ".gemm_fp8", "required for fp8 training (FP8 GEMM efficiency)");
   return *hw.gemm_fp8;
+}
+
+const AttentionParams& fused_attention_params(const HardwareProfile& hw, AttentionKernel kind, bool backward) {
+  switch (kind) {
+    case AttentionKernel::FlashV2: return backward ? hw.flash_v2_bwd : hw.flash_v2_fwd;
+    case AttentionKernel::FlashV1: return backward ? hw.flash_v1_bwd : hw.flash_v1_fwd;
+    case AttentionKernel::CudnnFused:
+      if (!hw.cudnn_fused_fwd || !hw.cudnn_fused_bwd) {
+        throw InputError("hw." + hw.name + ".attention.cudnn_fused_forward",
+                         "required for system.attention_kernel = cudnn-fused (not measured for this GPU)");
+      }
+      return backward ? *hw.cudnn_fused_bwd : *hw.cudnn_fused_fwd;
+    case AttentionKernel::Unfused: break;
+  }
+  throw InputError("system.attention_kernel", "unfused attention has no fused-kernel efficiency");
 }
 
 double gemm_efficiency(const HardwareProfile& hw, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -91,14 +107,13 @@ double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision
     const double pass_s = passes * score_bytes / (gpu.memory_bandwidth_Bps * hw.unfused_pass_bw_fraction);
     return hw.memory_latency_s + std::max(gemm_flops / (peak * eff), pass_s);
   }
-  const AttentionParams& a = kind == AttentionKernel::FlashV2
-                                 ? (backward ? hw.flash_v2_bwd : hw.flash_v2_fwd)
-                                 : (backward ? hw.flash_v1_bwd : hw.flash_v1_fwd);
+  const AttentionParams& a = fused_attention_params(hw, kind, backward);
   // Efficiency ramps with the attended span per query (longer inner loops amortise the tile
   // prologue) and drops for head_dim below 128 (smaller MMAs per loaded tile).
   const double span_mean = pairs / s;
   const double eff = a.max_efficiency * (2.0 * span_mean) / (2.0 * span_mean + a.seq_half) *
-                     std::pow(std::min(1.0, dd(head_dim) / 128.0), a.head_dim_alpha);
+                     std::pow(std::min(1.0, dd(head_dim) / 128.0), a.head_dim_alpha) *
+                     (dropout ? a.dropout_efficiency : 1.0);
   return hw.gemm.latency_s + flops / (peak * eff);
 }
 

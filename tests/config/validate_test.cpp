@@ -215,7 +215,7 @@ TEST(Validate, SystemPresetAndOverrides) {
   j["system"] = {{"preset", "deepspeed"}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-lm");
   j["system"] = {{"attention_kernel", "flash-v3"}};
-  EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2");
+  EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2, cudnn-fused");
   j["system"] = {{"dp_overlap_granularity", "bucket"}};
   EXPECT_EQ(test::parse(j).system.dp_overlap_granularity, "bucket");
   j["system"] = {{"dp_overlap_granularity", "layer"}};

@@ -103,6 +103,34 @@ TEST(StepCosts, AllLinearsOverlapHidesMoreThanFfnOnly) {
   EXPECT_DOUBLE_EQ(off_ffn.bwd_s(), off_all.bwd_s());
 }
 
+// Transformer Engine's userbuffers (all-linears scope): the forward all-gather is a ring exchange
+// into the QKV / FC1 GEMMs and hides completely here, so a serial block's forward exposes only
+// the last chunk of each of its two reduce-scatters (plus the SM-sharing slow-down), far less than
+// the first chunk of all four collectives that MegaScale's chunk pipeline exposes.
+TEST(StepCosts, TransformerEngineExposesOnlyTheLastReduceScatterChunks) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const JobSpec job = bundled({"model.use_parallel_residual=false", "system.tp_overlap_scope=all-linears"});
+  const auto data = load_step_cost_data(job, catalog);
+  const auto c = compute_step_costs(job, *data);
+  const int k = job.system.tp_overlap_chunks;
+  double last_rs_chunks = 0, all_fwd_comm = 0;
+  for (const auto& row : layer_kernel_times(job, *data)) {
+    if (row.pass != "forward" || !is_communication(row.op.kind) || row.op.kind == OpKind::CpExchange) continue;
+    all_fwd_comm += row.time_s;
+    if (row.op.kind == OpKind::TpReduceScatter) last_rs_chunks += row.time_s / k;
+  }
+  const auto& ch = c.chunks[3][0];
+  const double exposed_per_layer = ch.fwd_tp_exposed_s / ch.layers;
+  // Exposed = the reduce-scatters' last chunks + the SM-sharing slow-down of the GEMMs the
+  // collectives run beside; each of the k pieces pays its own latency (a 12 MiB piece on the
+  // A800 node takes 104 us, a whole 48 MiB collective 319 us: 30% more in pieces).
+  const double slowdown = c.dp_overlap_compute_slowdown;
+  EXPECT_GT(exposed_per_layer, last_rs_chunks);
+  EXPECT_LT(exposed_per_layer, 1.4 * (last_rs_chunks + slowdown * all_fwd_comm));
+  // MegaScale's chunk pipeline over the same four collectives would expose a first chunk of each.
+  EXPECT_LT(exposed_per_layer, all_fwd_comm / k + slowdown * all_fwd_comm);
+}
+
 TEST(StepCosts, TpOverlapChunkCountHasAnInteriorOptimum) {
   // Few chunks leave the first chunk's collective exposed; many chunks pay a collective's
   // latency and a GEMM's tile quantisation per chunk. Neither end is best.

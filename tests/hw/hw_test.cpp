@@ -103,12 +103,48 @@ TEST(Gemm, Fp8UsesItsOwnBlockAndPeak) {
 TEST(Attention, KernelsOrdered) {
   const HardwareProfile hw = load("hopper");
   auto t = [&](AttentionKernel k) {
-    return attention_time_s(hw, kH200, Precision::Bf16, k, false, 8, 16, 2048, 2048, 128, true);
+    return attention_time_s(hw, kH200, Precision::Bf16, k, false, 8, 16, 2048, 2048, 128, true, false);
   };
+  EXPECT_LT(t(AttentionKernel::CudnnFused), t(AttentionKernel::FlashV2));
   EXPECT_LT(t(AttentionKernel::FlashV2), t(AttentionKernel::FlashV1));
   EXPECT_LT(t(AttentionKernel::FlashV1), t(AttentionKernel::Unfused));
-  // Measured flash forward, b8 h16 s2048 d128: 285 TFLOP/s causal-counted -> 0.482 ms.
-  EXPECT_NEAR(t(AttentionKernel::FlashV2) / (4.0 * 8 * 16 * 128 * 2048.0 * 2049 / 2 / 285e12), 1.0, 0.1);
+  // Measured without dropout, b8 h16 s2048 d128 (bench/data/h200-kernels.json and
+  // h200-cudnn-attention.json): flash forward 285 TFLOP/s causal-counted, cuDNN 527.
+  const double fwd_flops = 4.0 * 8 * 16 * 128 * 2048.0 * 2049 / 2;
+  EXPECT_NEAR(t(AttentionKernel::FlashV2) / (fwd_flops / 285e12), 1.0, 0.1);
+  EXPECT_NEAR(t(AttentionKernel::CudnnFused) / (fwd_flops / 527e12), 1.0, 0.1);
+}
+
+// Attention dropout slows the fused kernels by their measured factor (cuDNN's forward halves:
+// it draws the random numbers and writes no mask, but the draws cost as much as the math).
+TEST(Attention, DropoutCostsTheMeasuredFactor) {
+  const HardwareProfile hw = load("hopper");
+  auto t = [&](AttentionKernel k, bool bwd, bool dropout) {
+    return attention_time_s(hw, kH200, Precision::Bf16, k, bwd, 2, 16, 8192, 8192, 128, true, dropout) -
+           hw.gemm.latency_s;
+  };
+  EXPECT_NEAR(t(AttentionKernel::CudnnFused, false, false) / t(AttentionKernel::CudnnFused, false, true),
+              hw.cudnn_fused_fwd->dropout_efficiency, 1e-9);
+  EXPECT_NEAR(t(AttentionKernel::FlashV2, true, false) / t(AttentionKernel::FlashV2, true, true),
+              hw.flash_v2_bwd.dropout_efficiency, 1e-9);
+  // Measured with dropout 0.1, b2 h16 s8192 d128: cuDNN forward 286 TFLOP/s, flash backward 252.
+  const double fwd_flops = 4.0 * 2 * 16 * 128 * 8192.0 * 8193 / 2;
+  EXPECT_NEAR(t(AttentionKernel::CudnnFused, false, true) / (fwd_flops / 286e12), 1.0, 0.1);
+  EXPECT_NEAR(t(AttentionKernel::FlashV2, true, true) / (2.5 * fwd_flops / 252e12), 1.0, 0.1);
+}
+
+// cuDNN fused attention is measured on Hopper only: asking for it on another profile names the
+// missing block instead of guessing.
+TEST(Attention, CudnnFusedNeedsItsBlock) {
+  const HardwareProfile hw = load("ampere");
+  EXPECT_FALSE(hw.cudnn_fused_fwd.has_value());
+  try {
+    attention_time_s(hw, kH200, Precision::Bf16, AttentionKernel::CudnnFused, false, 1, 16, 2048, 2048, 128, true);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "hw.ampere.attention.cudnn_fused_forward");
+  }
+  EXPECT_EQ(parse_attention_kernel("cudnn-fused", "x"), AttentionKernel::CudnnFused);
 }
 
 TEST(Attention, UnfusedMatchesH200Measurement) {

@@ -140,7 +140,7 @@ struct SystemSpec {
   // step instead of one, sharded gradient memory.
   bool dp_reduce_every_micro_batch = false;
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
-  std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2"
+  std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused"
   bool async_data_preprocessing = false;
   bool data_loader_per_node = false;  // one loader per node instead of one per GPU
   bool gc_stragglers_fixed = false;   // "problematic code" removed (GC-induced launch skew)

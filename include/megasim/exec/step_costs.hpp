@@ -7,10 +7,12 @@
 // All times are for one GPU and one micro-batch unless the name says otherwise.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "megasim/config/specs.hpp"
 #include "megasim/hw/hardware_profile.hpp"
+#include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
 
 namespace megasim {
@@ -97,5 +99,16 @@ std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, cons
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data);
 // The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
 BufferSizes buffer_sizes(const StepCostData& data);
+
+// One kernel or collective of one transformer layer, one micro-batch, this GPU, timed alone:
+// what `explain --kernels` lists so a planner can see where a layer's time goes. Compute ops
+// are timed whole (not in TP-overlap chunks); collectives at their serial time on the TP (or
+// CP) group, before any overlap hides them.
+struct LayerKernelTime {
+  std::string pass;  // "forward" | "backward" | "recompute"
+  LayerOp op;
+  double time_s = 0;
+};
+std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data);
 
 }  // namespace megasim

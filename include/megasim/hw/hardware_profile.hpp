@@ -17,12 +17,21 @@ struct GemmParams {
   int sm_count = 0;            // SMs for wave quantization
   double wave_weight = 0;      // 0 = stream-K hides the wave tail, 1 = classic wave quantization
   double latency_s = 0;        // fixed per-kernel time (pipeline fill, DRAM round trip)
+  // A weight-gradient GEMM that accumulates into the main-grad buffer (read C, write D in the
+  // gradient dtype, instead of writing a 16-bit result) moves those extra bytes at this
+  // fraction of HBM bandwidth, on top of its compute time (the epilogue does not hide them).
+  // 0 = not charged (a profile where it was not measured).
+  double main_grad_bw_fraction = 0;
 };
 
-struct AttentionParams {       // efficiency(s) = max_eff * s / (s + s_half) * (d/128)^alpha
+// A fused (flash-style) attention kernel:
+//   efficiency(s) = max_eff * s / (s + s_half) * (d/128)^alpha, times dropout_efficiency when
+//   attention dropout is on (the kernel then draws random numbers per score and keeps a mask).
+struct AttentionParams {
   double max_efficiency = 0;
   double seq_half = 0;
   double head_dim_alpha = 0;
+  double dropout_efficiency = 1;
 };
 
 struct HardwareProfile {
@@ -33,6 +42,9 @@ struct HardwareProfile {
   // FP8 tensor cores; sm_count and latency_s are the BF16 block's.
   std::optional<GemmParams> gemm_fp8;
   AttentionParams flash_v2_fwd, flash_v2_bwd, flash_v1_fwd, flash_v1_bwd;
+  // cuDNN's fused flash attention (Transformer Engine's FusedAttention, sub-backend
+  // F16_arbitrary_seqlen). Absent where it was not measured.
+  std::optional<AttentionParams> cudnn_fused_fwd, cudnn_fused_bwd;
   // Unfused attention: passes over the b·a·s·span score matrix, at this fraction of HBM bandwidth.
   double unfused_memory_passes_fwd = 0;
   double unfused_memory_passes_bwd = 0;

@@ -8,8 +8,9 @@
 
 namespace megasim {
 
-enum class AttentionKernel { Unfused, FlashV1, FlashV2 };
-// "unfused" | "flash-v1" | "flash-v2" (SystemSpec::attention_kernel); InputError otherwise.
+enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };
+// "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused" (SystemSpec::attention_kernel); InputError
+// otherwise.
 AttentionKernel parse_attention_kernel(const std::string& name, const std::string& json_path);
 
 double peak_flops(const GpuSpec& gpu, Precision p);
@@ -18,6 +19,9 @@ double peak_flops(const GpuSpec& gpu, Precision p);
 double gemm_efficiency(const GemmParams& g, std::int64_t m, std::int64_t n, std::int64_t k);
 // The BF16 block's efficiency (hw.gemm).
 double gemm_efficiency(const HardwareProfile& hw, std::int64_t m, std::int64_t n, std::int64_t k);
+// The efficiency block of a fused attention kernel (InputError naming the profile's missing
+// block for cudnn-fused on a GPU without one).
+const AttentionParams& fused_attention_params(const HardwareProfile& hw, AttentionKernel kind, bool backward);
 // The GEMM parameters for precision p: hw.gemm_fp8 for fp8 (InputError naming
 // hw.<profile>.gemm_fp8 when the profile has none), hw.gemm otherwise.
 const GemmParams& gemm_params(const HardwareProfile& hw, Precision p);
