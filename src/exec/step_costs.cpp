@@ -51,12 +51,6 @@ struct Context {
   double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
 };
 
-// A collective Megatron runs beside backward GEMMs takes max(comm, GEMMs) on the critical path,
-// and slows those GEMMs while they share the SMs: its exposed part.
-double async_exposed_s(double comm_s, double beside_gemm_s, double slowdown) {
-  return std::max(0.0, comm_s - beside_gemm_s) + slowdown * std::min(comm_s, beside_gemm_s);
-}
-
 // The backward GEMMs a Megatron-async collective runs beside (see LayerOp::async_beside).
 double beside_gemm_s(const LayerOp& op, const std::map<std::string, double>& gemm_s) {
   const char* suffix = op.kind == OpKind::TpAllGather ? "_dgrad" : "_wgrad";
@@ -135,7 +129,6 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = overlap_chunks(c.job);
   const bool te = te_userbuffers(c.job);
-  const double k = chunks;
   std::map<std::string, double> gemm_s;  // backward GEMM times by name, for collectives beside them
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
@@ -157,15 +150,14 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       double s = 0, exposed = 0;
       if (bulk_beside) {
         s = comm_op_time_s(c, op, op.comm_bytes);
-        exposed = async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
-      } else if (op.kind == OpKind::TpAllGather) {  // ring exchange into the next GEMMs
-        s = k * comm_op_time_s(c, op, op.comm_bytes / k);
-        const double hiding = gemms_after_s(c, ops, i, chunks) * (k - 1) / k;
-        exposed = std::max(0.0, s - hiding) + c.overlap_slowdown * std::min(s, hiding);
-      } else {  // reduce-scatter pipelined behind the GEMMs before it: the last chunk is exposed
-        s = k * comm_op_time_s(c, op, op.comm_bytes / k);
-        const double g = gemms_before_s(c, ops, i, chunks);
-        exposed = s / k + (k - 1) / k * std::max(0.0, s - g) + c.overlap_slowdown * std::min(s * (k - 1) / k, g);
+        exposed = beside_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
+      } else if (op.kind == OpKind::TpAllGather) {
+        s = chunks * comm_op_time_s(c, op, op.comm_bytes / chunks);
+        exposed = ring_exchange_exposed_s(s, gemms_after_s(c, ops, i, chunks), chunks, c.overlap_slowdown);
+      } else {
+        s = chunks * comm_op_time_s(c, op, op.comm_bytes / chunks);
+        exposed = pipelined_reduce_scatter_exposed_s(s, gemms_before_s(c, ops, i, chunks), chunks,
+                                                     c.overlap_slowdown);
       }
       t.async_comm_s += s;
       t.async_exposed_s += exposed;
@@ -177,7 +169,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     if (c.job.system.tp_async_backward && bulk_beside && !chunk_overlapped) {
       const double s = comm_op_time_s(c, op, op.comm_bytes);
       t.async_comm_s += s;
-      t.async_exposed_s += async_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
+      t.async_exposed_s += beside_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
       continue;
     }
     // A fused collective runs once per GEMM chunk on 1/chunks of the bytes: each piece pays the

@@ -20,4 +20,18 @@ OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg) {
   return r;
 }
 
+double beside_exposed_s(double comm_s, double gemm_s, double slowdown) {
+  return std::max(0.0, comm_s - gemm_s) + slowdown * std::min(comm_s, gemm_s);
+}
+
+double ring_exchange_exposed_s(double comm_s, double gemm_s, int k, double slowdown) {
+  const double hiding = gemm_s * (k - 1) / k;
+  return std::max(0.0, comm_s - hiding) + slowdown * std::min(comm_s, hiding);
+}
+
+double pipelined_reduce_scatter_exposed_s(double comm_s, double gemm_s, int k, double slowdown) {
+  return comm_s / k + static_cast<double>(k - 1) / k * std::max(0.0, comm_s - gemm_s) +
+         slowdown * std::min(comm_s * (k - 1) / k, gemm_s);
+}
+
 }  // namespace megasim

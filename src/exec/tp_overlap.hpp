@@ -65,4 +65,16 @@ struct OverlapResult {
 
 OverlapResult apply_tp_overlap(const PassTimes& t, const TpOverlapConfig& cfg);
 
+// Exposed time of one collective of `comm_s` overlapped with GEMMs of `gemm_s`, by method; each
+// adds `slowdown` x the time the two share the GPU (the NCCL kernel's SMs).
+// Beside: the collective and the GEMMs start together on two streams (Megatron's asynchronous
+// backward collectives, Transformer Engine's bulk overlap).
+double beside_exposed_s(double comm_s, double gemm_s, double slowdown);
+// Ring exchange into the GEMMs that consume the gathered tensor, in k steps: the first GEMM step
+// runs on the local shard, each later one waits for its shard (Transformer Engine's all-gathers).
+double ring_exchange_exposed_s(double comm_s, double gemm_s, int k, double slowdown);
+// Reduce-scatter pipelined behind the GEMMs that produce its input, in k chunks: the last
+// chunk's reduction has nothing left to hide behind (Transformer Engine's forward RS).
+double pipelined_reduce_scatter_exposed_s(double comm_s, double gemm_s, int k, double slowdown);
+
 }  // namespace megasim
