@@ -1,16 +1,18 @@
 #pragma once
-// Tensor-parallel communication and how much of it MegaScale's overlap hides (§3.2, Fig. 3).
+// Tensor-parallel communication and how much of it overlap hides (MegaScale §3.2, Fig. 3;
+// Transformer Engine's userbuffers).
 //
-// Megatron's asynchronous backward collectives (PassTimes::async_*) are priced where the op
-// list is timed, beside their own GEMMs; their exposed part is added here either way.
+// Collectives priced one by one beside their own GEMMs (PassTimes::async_*: Megatron's
+// asynchronous backward collectives, and every collective under Transformer Engine, whose
+// method per collective is one of the three formulas below) are priced where the op list is
+// timed; their exposed part is added here either way.
 //
-// Without overlap every TP collective sits on the critical path. With overlap, the all-gather
-// and reduce-scatter on the overlap path (the FFN linears, or every linear with
-// tp_overlap_scope = all-linears) are fused into their parallel linears and the GEMM is
-// split into `chunks` pieces pipelined with the communication on a second stream: the first
-// communication chunk cannot hide (nothing to compute yet), the rest hides behind GEMM
-// chunks while there is GEMM left, and the GEMM slows by `slowdown` while they share the
-// GPU (NCCL kernels occupy SMs and HBM bandwidth).
+// Without overlap every TP collective sits on the critical path. With MegaScale's overlap
+// (tp_overlap_scope = ffn) the FFN's all-gather and reduce-scatter are fused into its parallel
+// linears and the GEMM is split into `chunks` pieces pipelined with the communication on a
+// second stream: the first communication chunk cannot hide (nothing to compute yet), the rest
+// hides behind GEMM chunks while there is GEMM left, and the GEMM slows by `slowdown` while
+// they share the GPU (NCCL kernels occupy SMs and HBM bandwidth).
 #include "megasim/config/specs.hpp"
 
 namespace megasim {
