@@ -109,18 +109,18 @@ double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
 bool te_userbuffers(const JobSpec& job) { return job.system.tp_overlap && job.system.tp_overlap_scope == "all-linears"; }
 
 // Forward and dgrad GEMMs an all-gather at ops[i] feeds: the next run of GEMMs, past any FP8
-// cast/transpose kernels, up to the first wgrad GEMM or non-GEMM op.
-double gemms_after_s(const Context& c, const std::vector<LayerOp>& ops, std::size_t i, int chunks) {
+// cast/transpose kernels, up to the first wgrad GEMM or non-GEMM op. op_s: each op's pass time.
+double gemms_after_s(const std::vector<LayerOp>& ops, const std::vector<double>& op_s, std::size_t i) {
   double s = 0;
   std::size_t j = i + 1;
   while (j < ops.size() && ops[j].kind == OpKind::Elementwise) ++j;
-  for (; j < ops.size() && ops[j].kind == OpKind::Gemm && !ops[j].weight_gradient; ++j) s += compute_op_time_s(c, ops[j], chunks);
+  for (; j < ops.size() && ops[j].kind == OpKind::Gemm && !ops[j].weight_gradient; ++j) s += op_s[j];
   return s;
 }
 // GEMMs a reduce-scatter at ops[i] reduces the output of: the run of GEMMs right before it.
-double gemms_before_s(const Context& c, const std::vector<LayerOp>& ops, std::size_t i, int chunks) {
+double gemms_before_s(const std::vector<LayerOp>& ops, const std::vector<double>& op_s, std::size_t i) {
   double s = 0;
-  for (std::size_t j = i; j > 0 && ops[j - 1].kind == OpKind::Gemm; --j) s += compute_op_time_s(c, ops[j - 1], chunks);
+  for (std::size_t j = i; j > 0 && ops[j - 1].kind == OpKind::Gemm; --j) s += op_s[j - 1];
   return s;
 }
 
@@ -129,11 +129,17 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = overlap_chunks(c.job);
   const bool te = te_userbuffers(c.job);
+  // Each compute op's time in the pass, once: the loop sums them and Transformer Engine's
+  // collectives look up the GEMMs next to them.
+  std::vector<double> op_s(ops.size(), 0.0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!is_communication(ops[i].kind)) op_s[i] = compute_op_time_s(c, ops[i], chunks);
+  }
   std::map<std::string, double> gemm_s;  // backward GEMM times by name, for collectives beside them
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     if (!is_communication(op.kind)) {
-      const double s = compute_op_time_s(c, op, chunks);
+      const double s = op_s[i];
       t.compute_s += s;
       t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
       if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += s;
@@ -153,11 +159,10 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
         exposed = beside_exposed_s(s, beside_gemm_s(op, gemm_s), c.overlap_slowdown);
       } else if (op.kind == OpKind::TpAllGather) {
         s = chunks * comm_op_time_s(c, op, op.comm_bytes / chunks);
-        exposed = ring_exchange_exposed_s(s, gemms_after_s(c, ops, i, chunks), chunks, c.overlap_slowdown);
+        exposed = ring_exchange_exposed_s(s, gemms_after_s(ops, op_s, i), chunks, c.overlap_slowdown);
       } else {
         s = chunks * comm_op_time_s(c, op, op.comm_bytes / chunks);
-        exposed = pipelined_reduce_scatter_exposed_s(s, gemms_before_s(c, ops, i, chunks), chunks,
-                                                     c.overlap_slowdown);
+        exposed = pipelined_reduce_scatter_exposed_s(s, gemms_before_s(ops, op_s, i), chunks, c.overlap_slowdown);
       }
       t.async_comm_s += s;
       t.async_exposed_s += exposed;
@@ -212,6 +217,12 @@ struct StepCostData {
 
 namespace {
 
+// The hardware profile of the job's GPU (catalog hw/<cluster.gpu.profile>).
+HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
+  return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
+                               "cluster.gpu.profile");
+}
+
 Context make_context(const JobSpec& job, const StepCostData& data) {
   const int gpn = job.cluster.gpus_per_node;
   return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, gpn),
@@ -220,11 +231,6 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
 }
 
 }  // namespace
-
-HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
-  return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
-                               "cluster.gpu.profile");
-}
 
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {
   return std::make_shared<const StepCostData>(StepCostData{
@@ -251,8 +257,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const HardwareProfile& hw = data.hw;
   const NcclModel& nccl = data.nccl;
 
-  const double slowdown = overlap_compute_slowdown(hw) - 1.0;  // SMs lost to NCCL kernels
   const Context ctx = make_context(job, data);
+  const double slowdown = ctx.overlap_slowdown;  // SMs lost to NCCL kernels
 
   // One layer, one micro-batch.
   const PassTimes fwd = time_ops(ctx, layer_forward_ops(job));

@@ -86,10 +86,6 @@ struct StepCosts {
 
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog);
 
-// The hardware profile of the job's GPU (catalog hw/<cluster.gpu.profile>): what callers
-// that need only the profile (explain's memory table) load instead of all of StepCostData.
-HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog);
-
 // The catalog data compute_step_costs reads (hardware profile of the job's GPU, NCCL model,
 // host overheads), loaded once. The planner evaluates thousands of plans on one cluster and
 // re-reading and re-parsing these files was ~80% of its analytic phase (callgrind). Valid for
