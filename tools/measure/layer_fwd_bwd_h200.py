@@ -25,15 +25,13 @@ SHAPES = {
 LAYERS, WARM, REPS = 4, 5, 20
 
 
-def time_layer(shape):
-    torch.manual_seed(0)
-    stack = torch.nn.Sequential(*[ShardLayer(**shape) for _ in range(LAYERS)])
-    tokens = shape["batch"] * 2048
-    x = torch.randn(tokens, shape["h"], device=DEV, dtype=DT, requires_grad=True)
-    dy = torch.randn(tokens, shape["h"], device=DEV, dtype=DT)
+def time_stack_fwd_bwd(stack, x, dy, layers, warm, reps):
+    """Per-layer forward and backward seconds of `stack` (`layers` layers) on input x with output
+    gradient dy: CUDA events around the stack's forward and its backward, `reps` timed steps
+    after `warm` warm-ups. Returns the two lists of samples."""
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
     fwd, bwd = [], []
-    for i in range(WARM + REPS):
+    for i in range(warm + reps):
         torch.cuda.synchronize()
         ev[0].record()
         y = stack(x)
@@ -41,11 +39,21 @@ def time_layer(shape):
         y.backward(dy)
         ev[2].record()
         torch.cuda.synchronize()
-        if i >= WARM:
-            fwd.append(ev[0].elapsed_time(ev[1]) / 1e3 / LAYERS)
-            bwd.append(ev[1].elapsed_time(ev[2]) / 1e3 / LAYERS)
+        if i >= warm:
+            fwd.append(ev[0].elapsed_time(ev[1]) / 1e3 / layers)
+            bwd.append(ev[1].elapsed_time(ev[2]) / 1e3 / layers)
         stack.zero_grad(set_to_none=True)
         x.grad = None
+    return fwd, bwd
+
+
+def time_layer(shape):
+    torch.manual_seed(0)
+    stack = torch.nn.Sequential(*[ShardLayer(**shape) for _ in range(LAYERS)])
+    tokens = shape["batch"] * 2048
+    x = torch.randn(tokens, shape["h"], device=DEV, dtype=DT, requires_grad=True)
+    dy = torch.randn(tokens, shape["h"], device=DEV, dtype=DT)
+    fwd, bwd = time_stack_fwd_bwd(stack, x, dy, LAYERS, WARM, REPS)
     return {"forward_s": statistics.median(fwd), "backward_s": statistics.median(bwd),
             "forward_s_min": min(fwd), "backward_s_min": min(bwd)}
 

@@ -23,6 +23,7 @@ import torch.nn.attention
 import torch.nn.functional as F
 
 from gemm_attention_h200 import DT, device_info, start_measurement, timed, write_measurement
+from layer_fwd_bwd_h200 import time_stack_fwd_bwd
 
 DEV = "cuda"
 LAYERS, WARM, REPS = 2, 3, 10
@@ -90,21 +91,7 @@ def time_layer(shape, backend, expand_kv=False):
     tokens = shape.get("batch", 1) * shape["tokens"]
     x = torch.randn(tokens, shape["h"], device=DEV, dtype=DT, requires_grad=True)
     dy = torch.randn(tokens, shape["h"], device=DEV, dtype=DT)
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-    fwd, bwd = [], []
-    for i in range(WARM + REPS):
-        torch.cuda.synchronize()
-        ev[0].record()
-        y = stack(x)
-        ev[1].record()
-        y.backward(dy)
-        ev[2].record()
-        torch.cuda.synchronize()
-        if i >= WARM:
-            fwd.append(ev[0].elapsed_time(ev[1]) / 1e3 / LAYERS)
-            bwd.append(ev[1].elapsed_time(ev[2]) / 1e3 / LAYERS)
-        stack.zero_grad(set_to_none=True)
-        x.grad = None
+    fwd, bwd = time_stack_fwd_bwd(stack, x, dy, LAYERS, WARM, REPS)
     del stack, x, dy
     return {"forward_s": statistics.median(fwd), "backward_s": statistics.median(bwd), "expand_kv": expand_kv}
 
