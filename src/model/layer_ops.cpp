@@ -15,7 +15,9 @@
 //     SP the all-gather of that output moves 1 byte per element;
 //   * the row-parallel projection's input is cast and transposed in one kernel in the forward
 //     (read 2, write 1 + 1 bytes per element); so is every linear's output gradient in the
-//     backward, except that the GeLU backward writes its FP8 copies itself (fused dgelu);
+//     backward, except that the GeLU backward writes its FP8 copies itself (fused dgelu), and
+//     that with SP a row-parallel linear's gradient shard is cast before its all-gather (which
+//     then moves 1 byte per element) and the gathered FP8 gradient transposed for the wgrad;
 //   * the other saved FP8 inputs (the LayerNorm output, the activation output) are transposed
 //     for the wgrad GEMM in the backward (read 1, write 1).
 // Not modelled: amax/scale bookkeeping (a few small kernels and one small all-reduce per
@@ -305,6 +307,37 @@ void add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, 
   add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
 
+// Under fp8 with sequence parallelism a row-parallel linear's output gradient arrives as this
+// rank's sequence shard and is all-gathered for the dgrad and wgrad GEMMs. Transformer Engine
+// casts the shard to FP8 before the gather, so the gather moves 1 byte per element, and
+// transposes the gathered FP8 gradient for the wgrad GEMM (TE grad_output_preprocess: "FP8 case
+// with gather: unfused bgrad, cast, transpose for efficient gather"; its userbuffers for
+// proj_dgrad / fc2_dgrad are FP8 under an FP8 recipe, initialize_ub's all-gather layers).
+bool fp8_gathered_grad(const Dims& x) { return x.fp8 && x.sp; }
+
+// The all-gather of a row-parallel linear's output gradient (the backward of its forward
+// reduce-scatter), preceded under fp8 by the cast of the local shard.
+void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap) {
+  if (!x.sp) return;
+  if (fp8_gathered_grad(x)) {
+    ops.push_back(mem("fp8_cast_" + of + "_grad_shard", OpKind::Elementwise,
+                      dd(x.tokens) / dd(x.t) * dd(x.h) * (x.e + 1.0), 1));
+  }
+  add_ag(ops, x, name, overlap, fp8_gathered_grad(x) ? 1.0 : x.e);
+}
+
+// A row-parallel linear's backward (n = h output features): with a gathered FP8 gradient the
+// dgrad GEMM reads it as gathered and the wgrad GEMM its transpose; otherwise as add_linear_bwd.
+void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap) {
+  if (!fp8_gathered_grad(x)) {
+    add_linear_bwd(ops, x, name, x.h, k, overlap);
+    return;
+  }
+  add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
+  add_fp8_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(x.h));
+  std::rotate(ops.end() - 2, ops.end() - 1, ops.end());  // the transpose runs before the wgrad GEMM
+}
+
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
 // with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
 // Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
@@ -338,10 +371,10 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   const double norm_out = dd(x.tokens) * dd(x.h);
   if (x.ptb) {
     add_bda_bwd(ops, x, "bias_dropout_add_bwd");
-    add_ag(ops, x, "tp_all_gather_grad", ffn);  // backward of the forward RS
+    add_grad_ag(ops, x, "tp_all_gather_grad", "output", ffn);  // backward of the forward RS
     add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
-    add_linear_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
-    add_linear_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
+    add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
+    add_row_linear_bwd(ops, x, "attn_proj", x.q_local, x.attn_overlap);
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
@@ -353,17 +386,17 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     return ops;
   }
   add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
-  add_ag(ops, x, "tp_all_gather_grad_mlp", ffn);
+  add_grad_ag(ops, x, "tp_all_gather_grad_mlp", "fc2", ffn);
   add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
-  add_linear_bwd(ops, x, "fc2", x.h, x.f_local, ffn);
+  add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
   ops.push_back(act_bwd(x));
   add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
   add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
   add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
-  add_ag(ops, x, "tp_all_gather_grad_attn", x.attn_overlap);
-  add_linear_bwd(ops, x, "attn_proj", x.h, x.q_local, x.attn_overlap);
+  add_grad_ag(ops, x, "tp_all_gather_grad_attn", "attn_proj", x.attn_overlap);
+  add_row_linear_bwd(ops, x, "attn_proj", x.q_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);

@@ -117,8 +117,9 @@ TEST(LayerOps, GemmFlopsMatchModelAndBackwardIsTwice) {
 }
 
 // FP8 training (Transformer Engine): every linear of a layer is FP8 (fprop, dgrad, wgrad), the
-// LM head is not; cast/transpose kernels appear only under fp8; LayerNorm outputs are
-// all-gathered in FP8; tp_fp8_forward_reduce_scatter halves the forward reduce-scatters.
+// LM head is not; cast/transpose kernels appear only under fp8; LayerNorm outputs and the
+// row-parallel linears' output gradients are all-gathered in FP8; tp_fp8_forward_reduce_scatter
+// halves the forward reduce-scatters.
 TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
   for (const bool ptb : {false, true}) {
     JobSpec j = gpt175b_megascale();
@@ -141,10 +142,18 @@ TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
         }
       }
     }
-    // Forward: the projection input; backward: four output gradients less the fused GeLU one,
-    // and the transposes of the saved norm output(s) and FC2 input.
+    // Forward: the projection input. Backward: the column-parallel output gradients' cast +
+    // transpose less the fused GeLU one (QKV); each row-parallel output gradient's shard cast
+    // before its all-gather (one shared gather with PTB) and its transpose after (FC2,
+    // projection); the transposes of the saved norm output(s) and the FC2 input.
     EXPECT_EQ(casts(fwd), 1);
-    EXPECT_EQ(casts(bwd), 3 + (ptb ? 1 : 2) + 1);
+    EXPECT_EQ(casts(bwd), 1 + (ptb ? 1 : 2) + 2 + (ptb ? 1 : 2) + 1);
+    // The gathered output gradients move FP8 (cast before the gather), as Transformer Engine does.
+    for (const auto& op : bwd) {
+      if (op.kind == OpKind::TpAllGather && op.name.rfind("tp_all_gather_grad", 0) == 0) {
+        EXPECT_DOUBLE_EQ(op.comm_bytes, 2048.0 * 12288 * 1) << op.name;
+      }
+    }
     std::size_t i = 0;
     for (const auto& op : fwd) {
       if (op.kind == OpKind::TpAllGather) {
