@@ -62,11 +62,16 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   read_gemm_shape(g, gp, hw.gemm);
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
-  // Measured on Hopper only; a profile without it does not charge the main-grad epilogue.
-  if (g.contains("main_grad_bw_fraction")) hw.gemm.main_grad_bw_fraction = num(g, gp, "main_grad_bw_fraction", 0.01, 1);
+  // Measured on Hopper only; a block without it does not charge the main-grad epilogue.
+  const auto main_grad = [](const nlohmann::json& o, const std::string& p) {
+    return o.contains("main_grad_exposed_fraction") ? num(o, p, "main_grad_exposed_fraction", 0.01, 4) : 0.0;
+  };
+  hw.gemm.main_grad_exposed_fraction = main_grad(g, gp);
   if (j.contains("gemm_fp8")) {
     GemmParams g8 = hw.gemm;  // the GPU's SM count and kernel latency
-    read_gemm_shape(obj(j, path, "gemm_fp8"), join_path(path, "gemm_fp8"), g8);
+    const auto& f = obj(j, path, "gemm_fp8");
+    read_gemm_shape(f, join_path(path, "gemm_fp8"), g8);
+    g8.main_grad_exposed_fraction = main_grad(f, join_path(path, "gemm_fp8"));
     hw.gemm_fp8 = g8;
   }
   const auto& a = obj(j, path, "attention");

@@ -100,6 +100,44 @@ TEST(Gemm, Fp8UsesItsOwnBlockAndPeak) {
   }
 }
 
+// Gradient-accumulation fusion: a weight-gradient GEMM pays, on top of its 16-bit-output time,
+// the measured exposed fraction (per precision) of its extra epilogue bytes at HBM bandwidth:
+// 6 per output element with FP32 main grads (read 4 + write 4 instead of write 2), 2 with BF16.
+TEST(Gemm, MainGradEpilogueIsChargedPerPrecision) {
+  const HardwareProfile hw = load("hopper");
+  GpuSpec gpu = kH200;
+  gpu.peak_fp8_flops = 1978.9e12;
+  JobSpec job = testing::gpt175b_megascale();
+  LayerOp op;
+  op.kind = OpKind::Gemm;
+  op.gemm_m = 13312; op.gemm_n = 16384; op.gemm_k = 4096;
+  const double mn = 13312.0 * 16384;
+  for (const bool fp8 : {false, true}) {
+    op.fp8 = fp8;
+    job.training.precision = fp8 ? Precision::Fp8 : Precision::Bf16;
+    const double exposed = fp8 ? hw.gemm_fp8->main_grad_exposed_fraction : hw.gemm.main_grad_exposed_fraction;
+    EXPECT_GT(exposed, 0.5) << fp8;
+    EXPECT_LT(exposed, 1.0) << fp8;
+    op.weight_gradient = false;
+    const double plain = op_time_s(hw, gpu, job, op);
+    op.weight_gradient = true;
+    job.system.grad_reduce_in_fp32 = true;
+    EXPECT_NEAR(op_time_s(hw, gpu, job, op) - plain, exposed * 6.0 * mn / gpu.memory_bandwidth_Bps, 1e-9);
+    job.system.grad_reduce_in_fp32 = false;
+    EXPECT_NEAR(op_time_s(hw, gpu, job, op) - plain, exposed * 2.0 * mn / gpu.memory_bandwidth_Bps, 1e-9);
+  }
+  // FP8 hides less of the epilogue than BF16 (a shorter main loop), as measured.
+  EXPECT_GT(hw.gemm_fp8->main_grad_exposed_fraction, hw.gemm.main_grad_exposed_fraction);
+  // Not measured on Ampere: not charged.
+  const HardwareProfile ampere = load("ampere");
+  job.training.precision = Precision::Bf16;
+  op.fp8 = false;
+  op.weight_gradient = true;
+  const double with = op_time_s(ampere, gpu, job, op);
+  op.weight_gradient = false;
+  EXPECT_DOUBLE_EQ(with, op_time_s(ampere, gpu, job, op));
+}
+
 TEST(Attention, KernelsOrdered) {
   const HardwareProfile hw = load("hopper");
   auto t = [&](AttentionKernel k) {

@@ -10,7 +10,9 @@ Purpose: a layer-level check of megasim's kernel sum for the DGX Cloud transfer 
 shapes (Llama 3.1 8B at TP 1, 70B at TP 4, 405B at TP 8, Nemotron-4 15B at TP 4, each with the
 tokens one CP rank holds), and the cost of Megatron's gradient-accumulation fusion: the
 weight-gradient GEMM accumulating into an FP32 main_grad (cuBLAS beta = 1, FP32 C/D) instead of
-writing a BF16 gradient, timed per GEMM shape.
+writing a BF16 gradient, timed per GEMM shape. That wgrad column times an out-of-place
+torch.addmm, which writes a new FP32 tensor and costs about 2.5x the in-place accumulation the
+frameworks run; fp8_main_grad_h200.py times the in-place one through cuBLASLt and supersedes it.
 
 Timing: a stack of 2 layers; CUDA events around the stack's forward and around its backward;
 median of 10 timed steps after 3 warm-ups, per layer. GEMMs: as gemm_attention_h200.py.

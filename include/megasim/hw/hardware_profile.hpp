@@ -17,11 +17,11 @@ struct GemmParams {
   int sm_count = 0;            // SMs for wave quantization
   double wave_weight = 0;      // 0 = stream-K hides the wave tail, 1 = classic wave quantization
   double latency_s = 0;        // fixed per-kernel time (pipeline fill, DRAM round trip)
-  // A weight-gradient GEMM that accumulates into the main-grad buffer (read C, write D in the
-  // gradient dtype, instead of writing a 16-bit result) moves those extra bytes at this
-  // fraction of HBM bandwidth, on top of its compute time (the epilogue does not hide them).
-  // 0 = not charged (a profile where it was not measured).
-  double main_grad_bw_fraction = 0;
+  // A weight-gradient GEMM that accumulates into the main-grad buffer (reads C and writes D in
+  // the gradient dtype instead of writing a 16-bit result) takes this fraction of the time its
+  // extra bytes need at full HBM bandwidth on top of its compute time: the part of the epilogue
+  // traffic the main loop does not hide. 0 = not charged (a profile where it was not measured).
+  double main_grad_exposed_fraction = 0;
 };
 
 // A fused (flash-style) attention kernel:
