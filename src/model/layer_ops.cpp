@@ -61,6 +61,7 @@ struct Dims {
   bool sp, fused, ptb, gated;
   bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
   bool bias;                               // linear layers carry biases
+  bool rope;                               // rotary position embeddings rotate Q and K
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
   bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
@@ -96,6 +97,7 @@ Dims dims(const JobSpec& job) {
   x.attention_dropout = m.attention_dropout > 0;
   x.bias = m.attention_bias;
   x.attn_overlap = job.system.tp_overlap_scope == "all-linears";
+  x.rope = m.rope;
   x.fp8 = job.training.precision == Precision::Fp8;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;
   return x;
@@ -189,6 +191,15 @@ LayerOp act_bwd(const Dims& x) {
                  : mem(name, OpKind::Elementwise, (3.0 * in + out) * x.e, 2);
 }
 
+// Rotary position embeddings: one fused kernel per tensor (Transformer Engine's fused RoPE, which
+// Megatron-Core's apply_rope_fusion selects) reads Q and K and writes them rotated; the backward
+// rotates dQ and dK back. Memory-bound: read + write of the local Q and K heads.
+void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
+  if (!x.rope) return;
+  const double elems = dd(x.tokens) * dd(x.q_local + x.kv_local / 2);
+  ops.push_back(mem(backward ? "rope_bwd" : "rope", OpKind::Elementwise, 2.0 * elems * x.e, 2));
+}
+
 LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   LayerOp op;
   op.name = backward ? "attention_core_bwd" : "attention_core";
@@ -259,6 +270,7 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
     add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
     ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
+    add_rope(ops, x, false);
     add_cp(ops, x, "cp_kv_exchange");
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
@@ -272,6 +284,7 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
   ops.push_back(norm_fwd(x, "input_norm"));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
+  add_rope(ops, x, false);
   add_cp(ops, x, "cp_kv_exchange");
   ops.push_back(attention(job, x, false));
   add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.q_local));
@@ -378,6 +391,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
+    add_rope(ops, x, true);
     add_fp8_transpose(ops, x, "input_norm_output", norm_out);
     add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
     add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
@@ -399,6 +413,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   add_row_linear_bwd(ops, x, "attn_proj", x.q_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
+  add_rope(ops, x, true);
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);
   add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {"qkv"}, norm_out_bytes(x));

@@ -181,6 +181,30 @@ TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
   }
 }
 
+// Rotary embeddings: one fused kernel pair (Q, K) per pass reads and writes the local Q and K
+// heads; models with learned positions have none.
+TEST(LayerOps, RopeRotatesQueryAndKeyOncePerPass) {
+  JobSpec j = gpt175b_megascale();
+  const auto rope_ops = [](const std::vector<LayerOp>& ops) {
+    std::vector<LayerOp> r;
+    for (const auto& op : ops) if (op.name.rfind("rope", 0) == 0) r.push_back(op);
+    return r;
+  };
+  EXPECT_TRUE(rope_ops(layer_forward_ops(j)).empty());
+  EXPECT_TRUE(rope_ops(layer_backward_ops(j)).empty());
+  j.model = testing::llama(8192, 80, 64, 8, 28672);
+  j.parallel.tensor_model_parallel_size = 4;
+  // Local Q: 16 heads x 128; local K: 2 heads x 128; 2048 tokens; 2 bytes, read + write.
+  const double bytes = 2.0 * 2048 * (16 * 128 + 2 * 128) * 2.0;
+  for (const auto& ops : {layer_forward_ops(j), layer_backward_ops(j)}) {
+    const auto r = rope_ops(ops);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, OpKind::Elementwise);
+    EXPECT_EQ(r[0].kernels, 2);
+    EXPECT_DOUBLE_EQ(r[0].bytes, bytes);
+  }
+}
+
 TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
   // TP overlap chunks layer GEMMs along their token rows except the weight gradients; the mark
   // must not depend on a shape coincidence (here h = tokens = 2048).
