@@ -3,8 +3,8 @@
 attention, SwiGLU MLP, no dropout), kernels only (no TP/CP communication), eager PyTorch bf16 on
 one GPU; the attention core runs through SDPA with one backend forced: cuDNN (what Transformer
 Engine selects on Hopper) or FlashAttention-2. RMSNorm and SwiGLU are compiled with torch.compile
-so each is one fused kernel, as Transformer Engine's are. RoPE is left out (megasim does not
-model it either; Transformer Engine fuses it into one small kernel per tensor).
+so each is one fused kernel, as Transformer Engine's are. RoPE is left out (Transformer Engine fuses it into one small kernel per tensor;
+leave megasim's rope/rope_bwd kernels out of the kernel sum when comparing).
 
 Purpose: a layer-level check of megasim's kernel sum for the DGX Cloud transfer suites' layer
 shapes (Llama 3.1 8B at TP 1, 70B at TP 4, 405B at TP 8, Nemotron-4 15B at TP 4, each with the
