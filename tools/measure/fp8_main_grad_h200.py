@@ -130,15 +130,16 @@ class Lt:
                                                        ctypes.c_uint64(cols), ctypes.c_int64(ld)), "layout")
         return lay
 
-    def gemm(self, m, n, k, fp8, accumulate_fp32, nt=False):
+    def gemm(self, m, n, k, fp8, accumulate_fp32, nt=False, b_e5m2=True):
         """A callable D[m, n] (column-major) = A^T B (+ D): A stored k x m, B k x n (K-major, the
         layout FP8 requires); FP8: E4M3 x E5M2 with split accumulation; D FP32 with beta = 1 when
         accumulate_fp32, else BF16 with beta = 0. nt (BF16 only): D = A B^T with A stored m x k
-        and B n x k, the layout Transformer Engine's BF16 wgrad GEMM uses (general_gemm "NT")."""
+        and B n x k, the layout Transformer Engine's BF16 wgrad GEMM uses (general_gemm "NT").
+        b_e5m2 = False: B in E4M3 too, as in Transformer Engine's forward GEMMs."""
         if fp8:
             a = torch.randn(m, k, device=DEV).to(torch.float8_e4m3fn)
-            b = torch.randn(n, k, device=DEV).to(torch.float8_e5m2)
-            ta, tb = CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
+            b = torch.randn(n, k, device=DEV).to(torch.float8_e5m2 if b_e5m2 else torch.float8_e4m3fn)
+            ta, tb = CUDA_R_8F_E4M3, CUDA_R_8F_E5M2 if b_e5m2 else CUDA_R_8F_E4M3
         else:
             a = torch.randn(k, m, device=DEV, dtype=torch.bfloat16) if nt else torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
             b = torch.randn(k, n, device=DEV, dtype=torch.bfloat16) if nt else torch.randn(n, k, device=DEV, dtype=torch.bfloat16)
