@@ -21,8 +21,8 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const JobSpec& j
       // gradient dtype instead of writing a 16-bit result; without the fusion a separate add
       // moves more). The measured GEMM rates are for 16-bit outputs: add the extra bytes' time,
       // less what the GEMM's main loop hides (measured per precision).
-      const double exposed = gemm_params(hw, gp).main_grad_exposed_fraction;
-      if (op.weight_gradient && exposed > 0) {
+      if (op.weight_gradient) {
+        const double exposed = gemm_params(hw, gp).main_grad_exposed_fraction;
         const double grad_bytes = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
         t += exposed * (2.0 * grad_bytes - 2.0) * static_cast<double>(op.gemm_m) *
              static_cast<double>(op.gemm_n) / gpu.memory_bandwidth_Bps;

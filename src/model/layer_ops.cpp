@@ -232,8 +232,11 @@ void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std:
   if (x.fp8) ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, elems * (x.e + 2.0), 1));
 }
 // FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
+LayerOp fp8_transpose(const std::string& of, double elems) {
+  return mem("fp8_transpose_" + of, OpKind::Elementwise, 2.0 * elems, 1);
+}
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
-  if (x.fp8) ops.push_back(mem("fp8_transpose_" + of, OpKind::Elementwise, 2.0 * elems, 1));
+  if (x.fp8) ops.push_back(fp8_transpose(of, elems));
 }
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
   if (x.t <= 1) return;
@@ -347,8 +350,8 @@ void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* na
     return;
   }
   add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
-  add_fp8_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(x.h));
-  std::rotate(ops.end() - 2, ops.end() - 1, ops.end());  // the transpose runs before the wgrad GEMM
+  // The transpose runs between the dgrad and the wgrad GEMM, which reads it.
+  ops.insert(ops.end() - 1, fp8_transpose(std::string(name) + "_grad", dd(x.tokens) * dd(x.h)));
 }
 
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
