@@ -34,6 +34,18 @@ TEST(Profile, MissingSourceIsInputError) {
   }
 }
 
+TEST(Profile, MainGradFractionOutOfRangeNamesItsBlock) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/hopper.json");
+  auto j = nlohmann::json::parse(f);
+  j["gemm_fp8"]["main_grad_exposed_fraction"]["value"] = 10.0;
+  try {
+    load_hardware_profile(j, "hw.hopper");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "hw.hopper.gemm_fp8.main_grad_exposed_fraction.value");
+  }
+}
+
 const GpuSpec kH200 = testing::gpt175b_megascale().cluster.gpu;
 
 TEST(Gemm, LargeGemmHitsMaxEfficiency) {
