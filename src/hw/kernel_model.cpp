@@ -38,7 +38,8 @@ const AttentionParams& fused_attention_params(const HardwareProfile& hw, Attenti
     case AttentionKernel::CudnnFused:
       if (!hw.cudnn_fused_fwd || !hw.cudnn_fused_bwd) {
         throw InputError("hw." + hw.name + ".attention.cudnn_fused_forward",
-                         "required for system.attention_kernel = cudnn-fused (not measured for this GPU)");
+                         "required for system.attention_kernel = cudnn-fused (not measured for this GPU; "
+                         "set system.attention_kernel to flash-v2 or unfused)");
       }
       return backward ? *hw.cudnn_fused_bwd : *hw.cudnn_fused_fwd;
     case AttentionKernel::Unfused: break;

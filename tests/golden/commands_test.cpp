@@ -99,6 +99,7 @@ TEST(Cli, ExplainKernelsListsOneLayer) {
   const auto bad = run({"explain", "megascale-175b-12288", "--kernels", "--set", "system.attention_kernel=cudnn-fused"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("hw.ampere.attention.cudnn_fused_forward"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("set system.attention_kernel to flash-v2 or unfused"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, ValidateCommInitJson) {
