@@ -4,9 +4,9 @@ power cap than in the short bursts megasim's kernel rates were timed in? Hopper 
 capped at 700 W; sustained_clock_h200.py showed the cap binding within a second of dense work
 (SM clock ~1,490 MHz in a BF16 layer loop, ~1,350 MHz in an FP8 GEMM loop, 1,980 MHz idle).
 
-The workload is a stack of 2 Llama 3.1 70B TP-4 CP-2 layer shards (llama_layer_h200.py's
-shape: hidden 8192, 16 local query heads, 2 KV heads, SwiGLU FFN 7168 local, 4096 tokens), run
-in BF16 and in an FP8 proxy of Transformer Engine's recipe: every linear casts its input and
+The workload is a stack of 2 layer shards of llama_layer_h200.py's shapes (default: Llama 3.1
+70B at TP 4, CP 2: hidden 8192, 16 local query heads, 2 KV heads, SwiGLU FFN 7168 local, 4096
+tokens; --runs picks shapes and precisions), run in BF16 and in an FP8 proxy of Transformer Engine's recipe: every linear casts its input and
 activation and output gradient to E4M3 once (weights once, both layouts, as TE caches them across
 micro-batches) and runs torch._scaled_mm (cuBLASLt FP8) for fprop, dgrad and wgrad, with one
 transpose where TE's fused cast-transpose makes it; attention (cuDNN SDPA) and norms stay BF16. Every GEMM
@@ -19,8 +19,12 @@ read three steps in arrears. Ratio per kind: median over the last third of the s
 over the burst median (the file keeps the sustained samples as medians per 5 s, the clock log
 per 1 s). nvidia-smi logs SM clock, power and temperature every 200 ms.
     python3 tools/measure/sustained_layer_h200.py --out bench/data/h200-sustained-layer.json
+    python3 tools/measure/sustained_layer_h200.py --out bench/data/h200-sustained-layer-8b-15b.json \
+        --runs llama3.1-8b_tp1_cp2/bf16,nemotron4-15b_tp4_mb4/bf16
 """
+import argparse
 import statistics
+import sys
 import time
 
 import torch
@@ -28,7 +32,7 @@ import torch.nn.attention
 import torch.nn.functional as F
 
 from gemm_attention_h200 import device_info, start_measurement, write_measurement
-from llama_layer_h200 import DEV, SHAPES, rms_norm, swiglu
+from llama_layer_h200 import DEV, SHAPES, relu2, rms_norm, swiglu
 from sustained_clock_h200 import per_window, read_clock_log, start_clock_log
 
 SUSTAIN_S, IDLE_S, LAYERS, BURST, EVERY = 60.0, 10.0, 2, 10, 5
@@ -118,16 +122,16 @@ class Attention(torch.autograd.Function):
 
 
 class Shard(torch.nn.Module):
-    def __init__(self, h, heads, kv, d, ffn, tokens, gated, fp8):
+    def __init__(self, h, heads, kv, d, ffn, tokens, gated, fp8, batch=1):
         super().__init__()
-        self.n, self.kv, self.d, self.s, self.fp8 = heads, kv, d, tokens, fp8
+        self.n, self.kv, self.d, self.s, self.b, self.gated = heads, kv, d, tokens, batch, gated
         self.w1 = torch.nn.Parameter(torch.ones(h, device=DEV, dtype=BF16))
         self.w2 = torch.nn.Parameter(torch.ones(h, device=DEV, dtype=BF16))
 
         def weight(o, i):
             return torch.nn.Parameter(torch.randn(o, i, device=DEV, dtype=BF16) * i ** -0.5)
         self.qkv, self.proj = weight((heads + 2 * kv) * d, h), weight(h, heads * d)
-        self.fc1, self.fc2 = weight(2 * ffn, h), weight(h, ffn)
+        self.fc1, self.fc2 = weight((2 if gated else 1) * ffn, h), weight(h, ffn)
         self.w8 = {}
         if fp8:
             for name in ("qkv", "proj", "fc1", "fc2"):
@@ -139,12 +143,13 @@ class Shard(torch.nn.Module):
         return Linear.apply(x, getattr(self, name), w8, w8c)
 
     def forward(self, x):
-        n, kv, d, s = self.n, self.kv, self.d, self.s
-        y = self.lin(rms_norm(x, self.w1), "qkv").view(1, s, n + 2 * kv, d)
-        q, k, v = (y[:, :, a:b].transpose(1, 2) for a, b in ((0, n), (n, n + kv), (n + kv, n + 2 * kv)))
-        a = Attention.apply(q, k, v).transpose(1, 2).reshape(s, n * d)
+        n, kv, d, s, b = self.n, self.kv, self.d, self.s, self.b
+        y = self.lin(rms_norm(x, self.w1), "qkv").view(b, s, n + 2 * kv, d)
+        q, k, v = (y[:, :, i:j].transpose(1, 2) for i, j in ((0, n), (n, n + kv), (n + kv, n + 2 * kv)))
+        a = Attention.apply(q, k, v).transpose(1, 2).reshape(b * s, n * d)
         x = x + self.lin(a, "proj")
-        return x + self.lin(swiglu(self.lin(rms_norm(x, self.w2), "fc1")), "fc2")
+        hdn = self.lin(rms_norm(x, self.w2), "fc1")
+        return x + self.lin(swiglu(hdn) if self.gated else relu2(hdn), "fc2")
 
 
 def step(stack, x, dy):
@@ -166,12 +171,13 @@ def summarise(ev, spans):
     return out
 
 
-def run(fp8, clock_t0):
-    shape = {k: v for k, v in SHAPES["llama3.1-70b_tp4_cp2"].items()}
+def run(shape_name, fp8, clock_t0):
+    shape = SHAPES[shape_name]
     torch.manual_seed(0)
     stack = torch.nn.Sequential(*[Shard(**shape, fp8=fp8) for _ in range(LAYERS)])
-    x = torch.randn(shape["tokens"], shape["h"], device=DEV, dtype=BF16, requires_grad=True)
-    dy = torch.randn(shape["tokens"], shape["h"], device=DEV, dtype=BF16)
+    tokens = shape.get("batch", 1) * shape["tokens"]
+    x = torch.randn(tokens, shape["h"], device=DEV, dtype=BF16, requires_grad=True)
+    dy = torch.randn(tokens, shape["h"], device=DEV, dtype=BF16)
     for _ in range(3):
         step(stack, x, dy)
     torch.cuda.synchronize()
@@ -208,14 +214,24 @@ def run(fp8, clock_t0):
 
 def main():
     global ONE
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--runs", default="llama3.1-70b_tp4_cp2/bf16,llama3.1-70b_tp4_cp2/fp8",
+                    help="comma-separated SHAPE/PRECISION pairs; SHAPE from llama_layer_h200.SHAPES")
+    mine, rest = ap.parse_known_args()
+    sys.argv = [sys.argv[0]] + rest
+    runs = [r.split("/") for r in mine.runs.split(",")]
+    for shape_name, prec in runs:
+        if shape_name not in SHAPES or prec not in ("bf16", "fp8"):
+            raise SystemExit(f"--runs: unknown shape or precision in {shape_name}/{prec}")
     out, t0 = start_measurement()
     ONE = torch.ones((), device=DEV)
     smi, log_path = start_clock_log()
     res = {**device_info(), "method": __doc__.split("Timing: ")[1].split("\n    python3")[0],
-           "shape": SHAPES["llama3.1-70b_tp4_cp2"], "layers": LAYERS}
-    for name, fp8 in (("bf16", False), ("fp8", True)):
-        res[name] = run(fp8, t0)
-        print(name, res[name]["burst_median_s"], res[name]["sustained_over_burst_time"], flush=True)
+           "layers": LAYERS, "shapes": {name: SHAPES[name] for name, _ in runs}, "runs": {}}
+    for shape_name, prec in runs:
+        key = f"{shape_name}/{prec}"
+        res["runs"][key] = run(shape_name, prec == "fp8", t0)
+        print(key, res["runs"][key]["burst_median_s"], res["runs"][key]["sustained_over_burst_time"], flush=True)
     res["clock_log"] = per_window(read_clock_log(smi, log_path, t0), 1.0)
     write_measurement(res, out, t0)
 
