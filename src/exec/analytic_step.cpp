@@ -161,6 +161,7 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   b.optimizer_s = c.optimizer_s;
   b.data_loading_s = c.data_loading_s;
   b.other_s = m * worst.launch_s + straggler_s;
+  b.straggler_s = straggler_s;
   r.step_time_s = b.total_s();
   return r;
 }

@@ -44,6 +44,8 @@ nlohmann::json to_json(const StepReport& r) {
   }
   j["startup_s"] = r.startup_s;
   j["breakdown_s"] = breakdown_to_json(r.breakdown);
+  // Not a breakdown_s key: it is part of breakdown_s.other, and breakdown_s adds up to the step.
+  j["straggler_s"] = r.breakdown.straggler_s;
   j["layer_time_s"] = {{"forward", r.layer_time.forward_s}, {"backward", r.layer_time.backward_s}};
   j["memory"] = {{"peak_bytes_per_gpu", r.memory.total_bytes()},
                  {"peak_pipeline_stage", r.memory_peak_stage},
@@ -130,6 +132,7 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   share(out, "optimizer", r.breakdown.optimizer_s, t);
   share(out, "data loading", r.breakdown.data_loading_s, t);
   share(out, "other", r.breakdown.other_s, t);
+  if (r.breakdown.straggler_s > 0) share(out, "  of which slow hosts", r.breakdown.straggler_s, t);
   {
     char buf[256];
     std::snprintf(buf, sizeof buf, "  one layer, one micro-batch: forward %.2f ms, backward %.2f ms\n",

@@ -134,6 +134,12 @@ TEST(AnalyticStep, BreakdownAddsUpToStepTime) {
   const auto r = estimate_step_analytic(job_with(false, false, false), c);
   EXPECT_NEAR(r.breakdown.total_s(), r.step_time_s, 1e-12);
   EXPECT_GT(r.breakdown.other_s, 0.0);
+  // The slow-host share is reported on its own but lives inside "other" (no launch overhead
+  // here, so it is all of it).
+  EXPECT_GT(r.breakdown.straggler_s, 0.0);
+  EXPECT_NEAR(r.breakdown.straggler_s, r.breakdown.other_s, 1e-15);
+  c.straggler_slowdown = 0;
+  EXPECT_EQ(estimate_step_analytic(job_with(false, false, false), c).breakdown.straggler_s, 0.0);
 }
 
 }  // namespace

@@ -60,6 +60,22 @@ TEST(DesStep, DataLoadingAndOptimizer) {
   EXPECT_NEAR(r.breakdown.optimizer_s, 7e-3, 1e-12);
 }
 
+// The expected slow-host slow-down stretches every pass by 10%: step 33 * 1.1 = 36.3 ms, and
+// the critical stage's 24 ms of passes carry 2.4 ms of it, reported inside "other" and on its
+// own (the bubble, made of other stages' stretched passes, grows to 9.9 ms).
+TEST(DesStep, StragglerShareIsReportedInsideOther) {
+  const JobSpec j = destest::job(2, 4, 1, 8);
+  StepCosts c = destest::costs(j, 8, 1e-3, 2e-3);
+  c.straggler_slowdown = 0.1;
+  const StepReport r = run(j, c);
+  EXPECT_NEAR(r.step_time_s, 36.3e-3, 1e-9);
+  EXPECT_NEAR(r.breakdown.straggler_s, 2.4e-3, 1e-9);
+  EXPECT_NEAR(r.breakdown.other_s, 2.4e-3, 1e-9);
+  EXPECT_NEAR(r.breakdown.pipeline_bubble_s, 9.9e-3, 1e-9);
+  EXPECT_NEAR(r.breakdown.total_s(), r.step_time_s, 1e-12);  // not counted twice
+  EXPECT_EQ(run(j, destest::costs(j, 8, 1e-3, 2e-3)).breakdown.straggler_s, 0.0);
+}
+
 // Pipeline transfers across nodes (TP 8, PP 2: one stage per node): with blocking
 // Megatron p2p some transfer time is exposed; MegaScale's decoupled async p2p hides more.
 TEST(DesStep, PipelineTransfersExposedAndOverlap) {

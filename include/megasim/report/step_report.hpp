@@ -21,6 +21,9 @@ struct StepBreakdown {
   double optimizer_s = 0;        // optimizer step (+ gradient-norm all-reduce)
   double data_loading_s = 0;     // exposed data loading at the start of the step
   double other_s = 0;            // launch overheads, stragglers, anything else
+  // The part of other_s that is the expected slow-host (straggler) slow-down: informational,
+  // already inside other_s, so not added again by total_s().
+  double straggler_s = 0;
   double total_s() const {
     return compute_s + exposed_tp_comm_s + exposed_pp_comm_s + exposed_dp_comm_s +
            exposed_cp_comm_s + pipeline_bubble_s + optimizer_s + data_loading_s + other_s;

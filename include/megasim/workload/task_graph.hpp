@@ -87,6 +87,7 @@ struct StepTask {
   double tp_exposed_s = 0;       // exposed TP communication inside the pass
   double cp_exposed_s = 0;       // exposed CP communication inside the pass
   double other_s = 0;            // launch overhead and expected straggler slow-down
+  double straggler_s = 0;        // the straggler part of other_s (for the breakdown)
   double fixed_s = 0;            // data loading or optimizer
   // DP collectives: the slowest member posts the collective this long after its dependencies
   // are met (MegaScale §6.3: uneven Python GC pauses launch the last gradient reduction late).
