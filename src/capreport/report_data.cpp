@@ -101,7 +101,8 @@ ReportData make_report_data(const CapacityReport& r) {
   // 2. Step-time breakdown.
   ReportTable brk{"step_breakdown.csv", "Step-time breakdown",
                   {"gpus", "compute_s", "exposed_tp_comm_s", "exposed_pp_comm_s", "exposed_dp_comm_s",
-                   "exposed_cp_comm_s", "pipeline_bubble_s", "optimizer_s", "data_loading_s", "other_s"}, {}};
+                   "exposed_cp_comm_s", "pipeline_bubble_s", "optimizer_s", "data_loading_s", "other_s",
+                   "of_which_straggler_s"}, {}};
   using Get = double (*)(const CapacityPoint&);
   const std::vector<std::pair<std::string, Get>> parts = {
       {"compute", [](const CapacityPoint& p) { return p.step.breakdown.compute_s; }},
@@ -118,6 +119,7 @@ ReportData make_report_data(const CapacityReport& r) {
   for (const auto* p : pts) {
     std::vector<std::string> row{std::to_string(p->num_gpus)};
     for (const auto& part : parts) row.push_back(num(part.second(*p), 6));
+    row.push_back(num(p->step.breakdown.straggler_s, 6));  // inside other_s: not stacked again
     brk.rows.push_back(row);
   }
   ChartSpec bs{"Step-time breakdown", "GPUs", "time per step (s)", 760, 400, false, "chart-breakdown"};

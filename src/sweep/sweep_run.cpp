@@ -47,6 +47,7 @@ constexpr Field kFields[] = {
     {"breakdown_s.optimizer", [](const StepReport& r) { return num(r.breakdown.optimizer_s); }},
     {"breakdown_s.data_loading", [](const StepReport& r) { return num(r.breakdown.data_loading_s); }},
     {"breakdown_s.other", [](const StepReport& r) { return num(r.breakdown.other_s); }},
+    {"straggler_s", [](const StepReport& r) { return num(r.breakdown.straggler_s); }},
     {"memory.peak_bytes_per_gpu", [](const StepReport& r) { return num(r.memory.total_bytes()); }},
     {"memory.peak_pipeline_stage", [](const StepReport& r) { return num(std::int64_t{r.memory_peak_stage}); }},
     {"memory.capacity_bytes", [](const StepReport& r) { return num(r.memory_capacity_bytes); }},

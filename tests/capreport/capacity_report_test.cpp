@@ -125,6 +125,10 @@ TEST(CapacityReport, WritesSelfContainedHtmlMarkdownAndCsvsDeterministically) {
   EXPECT_EQ(mem.substr(0, mem.find('\n')),
             "gpus,weights_GiB,gradients_GiB,optimizer_states_GiB,activations_GiB,buffers_GiB,capacity_GiB,fits,"
             "peak_pipeline_stage");
+  const std::string brk = slurp(base / "a" / "step_breakdown.csv");
+  EXPECT_EQ(brk.substr(0, brk.find('\n')),
+            "gpus,compute_s,exposed_tp_comm_s,exposed_pp_comm_s,exposed_dp_comm_s,exposed_cp_comm_s,"
+            "pipeline_bubble_s,optimizer_s,data_loading_s,other_s,of_which_straggler_s");
   const std::string md = slurp(base / "a" / "report.md");
   EXPECT_NE(md.find("## Assumptions and sources"), std::string::npos);
   EXPECT_NE(md.find("Llama 3"), std::string::npos);

@@ -50,6 +50,7 @@ TEST(SweepTable, RowsForValidAndInvalidPoints) {
   ASSERT_LT(col("step_time_s"), t.columns.size());
   ASSERT_LT(col("breakdown_s.pipeline_bubble"), t.columns.size());
   ASSERT_LT(col("memory.peak_pipeline_stage"), t.columns.size());
+  ASSERT_EQ(col("straggler_s"), col("breakdown_s.other") + 1);  // beside the total it is part of
   for (const auto& r : t.rows) {
     const bool invalid = r.cells[2] == "12";
     EXPECT_EQ(r.cells.back().empty(), !invalid) << r.cells.back();
