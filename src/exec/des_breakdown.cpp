@@ -115,6 +115,7 @@ StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
   rep.step_time_s = crit.end_s;
   // Integer-picosecond rounding of many task ends: put the residue (< 1 ns) in "other".
   b.other_s += rep.step_time_s - b.total_s();
+  b.straggler_s = std::max(0.0, std::min(b.straggler_s, b.other_s));  // still a part of "other"
 
   const FlowNetwork& net = ex.network();
   const auto& caps = ex.fabric().link_capacity_Bps();
