@@ -8,6 +8,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "megasim/config/specs.hpp"
@@ -30,5 +31,16 @@ struct CliContext {
   // e.g. `regress` drifting beyond tolerance returns 3).
   int exit_code = 0;
 };
+
+// Loads CONFIG with the user's --set's and then `extra` overrides (a sweep point's values, an
+// ablation's flip): the loader `sweep` and `ablate` hand to their library functions.
+inline std::function<JobSpec(const std::vector<std::string>& extra)> job_loader(CliContext& ctx, std::string config,
+                                                                                 std::vector<std::string> sets) {
+  return [&ctx, config = std::move(config), sets = std::move(sets)](const std::vector<std::string>& extra) {
+    auto all = sets;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return ctx.load_job(config, all);
+  };
+}
 
 }  // namespace megasim

@@ -54,12 +54,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
     if (!args->no_progress) {
       opts.progress = [&ctx](const std::string& text) { ctx.err << "\r" << text << "   " << std::flush; };
     }
-    const auto sets = args->sets;
-    const SweepJobLoader load = [&ctx, config = args->config, sets](const std::vector<std::string>& extra) {
-      auto all = sets;
-      all.insert(all.end(), extra.begin(), extra.end());
-      return ctx.load_job(config, all);
-    };
+    const SweepJobLoader load = job_loader(ctx, args->config, args->sets);
     // An unreadable CONFIG is a usage error, not a per-point one; other problems of the base
     // config may well be fixed by the varied values, so they are left to the points.
     try {

@@ -16,6 +16,7 @@ void register_validate_command(CLI::App& app, CliContext& ctx);
 void register_regress_command(CLI::App& app, CliContext& ctx);
 void register_plan_command(CLI::App& app, CliContext& ctx);
 void register_sweep_command(CLI::App& app, CliContext& ctx);
+void register_ablate_command(CLI::App& app, CliContext& ctx);
 void register_merge_command(CLI::App& app, CliContext& ctx);
 void register_topology_command(CLI::App& app, CliContext& ctx);
 void register_report_command(CLI::App& app, CliContext& ctx,

@@ -66,6 +66,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   register_regress_command(app, ctx);
   register_plan_command(app, ctx);
   register_sweep_command(app, ctx);
+  register_ablate_command(app, ctx);
   register_merge_command(app, ctx);
   register_topology_command(app, ctx);
   register_collective_command(app, ctx);

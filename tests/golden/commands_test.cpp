@@ -340,11 +340,39 @@ TEST(Cli, NegativeJobsExitTwoNamingTheFlag) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"validate", "--jobs", "-1"},
            {"sweep", "megascale-175b-12288", "--vary", "cluster.num_gpus=256", "--jobs", "-1"},
-           {"plan", "megascale-175b-12288", "--jobs", "-1"}}) {
+           {"plan", "megascale-175b-12288", "--jobs", "-1"},
+           {"ablate", "megascale-175b-12288", "--jobs", "-1"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.code, 2) << args[0];
     EXPECT_NE(r.err.find("--jobs: must be >= 0"), std::string::npos) << args[0] << ": " << r.err;
   }
+}
+
+// What each technique buys the bundled MegaScale job: a golden of every row, and the signs a
+// planner relies on (the techniques it runs cost MFU when switched off; slow hosts removed and
+// LAMB's larger batch gain it; communicator switches move start-up only).
+TEST(Golden, AblateTheMegaScaleJob) {
+  const auto r = run({"ablate", "megascale-175b-12288", "--engine", "analytic", "--json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(matches_golden("ablate-megascale-175b-12288-analytic.json", j));
+  std::map<std::string, nlohmann::json> row;
+  for (const auto& x : j["rows"]) row[x["technique"].get<std::string>()] = x;
+  for (const char* on : {"parallel transformer block", "TP overlap", "PP overlap", "DP overlap", "fused attention kernel"}) {
+    ASSERT_TRUE(row.count(on)) << on;
+    EXPECT_EQ(row[on]["from"], row[on]["technique"] == "fused attention kernel" ? "flash-v2" : "on") << on;
+    EXPECT_LT(row[on]["delta_mfu_points"].get<double>(), 0.0) << on;
+  }
+  EXPECT_GT(row["straggler hunting"]["delta_mfu_points"].get<double>(), 0.0);
+  EXPECT_GT(row["LAMB with a 3x batch"]["delta_mfu_points"].get<double>(), 0.0);
+  EXPECT_GT(row["ordered communicator init"]["startup_s"].get<double>(), j["base"]["startup_s"].get<double>());
+  EXPECT_EQ(row["ordered communicator init"]["step_time_s"], j["base"]["step_time_s"]);
+  const auto text = run({"ablate", "megascale-175b-12288", "--engine", "analytic", "--no-progress"});
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("straggler hunting"), std::string::npos) << text.out;
+  const auto bad = run({"ablate", "no-such-job"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("CONFIG"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, TraceIsWrittenAsTraceEventJson) {
