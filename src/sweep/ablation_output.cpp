@@ -32,8 +32,8 @@ void write_ablation_text(const Ablation& a, std::ostream& out) {
   out << "ablate: " << b.name << " on " << b.num_gpus << " GPUs (engine " << b.engine
       << "), one switch flipped per row\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  base: step %s, MFU %.1f%%, start-up %s\n", format_time(b.step_time_s).c_str(),
-                100.0 * b.mfu, format_time(b.startup_s).c_str());
+  std::snprintf(line, sizeof line, "  base: step %s, MFU %.1f%%, start-up %s%s\n", format_time(b.step_time_s).c_str(),
+                100.0 * b.mfu, format_time(b.startup_s).c_str(), b.memory_fits ? "" : " (does not fit)");
   out << line;
   std::snprintf(line, sizeof line, "  %-38s %-44s %11s %6s %11s %12s %11s\n", "technique", "change", "step time",
                 "MFU", "MFU (pts)", "tokens/s (%)", "start-up");
@@ -82,7 +82,8 @@ nlohmann::json ablation_to_json(const Ablation& a) {
            {{"step_time_s", a.base.step_time_s},
             {"mfu", a.base.mfu},
             {"tokens_per_s", a.base.tokens_per_s},
-            {"startup_s", a.base.startup_s}}},
+            {"startup_s", a.base.startup_s},
+            {"fits", a.base.memory_fits}}},
           {"rows", rows}};
 }
 
