@@ -32,6 +32,14 @@ struct CliContext {
   int exit_code = 0;
 };
 
+// The one-line progress display of the long-running commands (plan, sweep, ablate): each text
+// overwrites the previous one on stderr; the command ends the line when it is done.
+inline std::function<void(const std::string&)> progress_line(CliContext& ctx, std::string prefix = {}) {
+  return [&ctx, prefix = std::move(prefix)](const std::string& text) {
+    ctx.err << "\r" << prefix << text << "   " << std::flush;
+  };
+}
+
 // Loads CONFIG with the user's --set's and then `extra` overrides (a sweep point's values, an
 // ablation's flip): the loader `sweep` and `ablate` hand to their library functions.
 inline std::function<JobSpec(const std::vector<std::string>& extra)> job_loader(CliContext& ctx, std::string config,

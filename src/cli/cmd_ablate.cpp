@@ -43,7 +43,7 @@ void register_ablate_command(CLI::App& app, CliContext& ctx) {
     AblationOptions opts;
     opts.jobs = args->jobs;
     if (!args->no_progress) {
-      opts.progress = [&ctx](const std::string& text) { ctx.err << "\r" << text << "   " << std::flush; };
+      opts.progress = progress_line(ctx);
     }
     const Ablation a = run_ablation(
         base, load,

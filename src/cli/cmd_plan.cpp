@@ -88,7 +88,7 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
       if (base.parallel.tensor_model_parallel_size > 1) opts.space.sequence_parallel = base.parallel.sequence_parallel;
     }
     if (!args->no_progress) {
-      opts.progress = [&ctx](const std::string& text) { ctx.err << "\rplan: " << text << "   " << std::flush; };
+      opts.progress = progress_line(ctx, "plan: ");
     }
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
     const PlanSearchResult result = search_plans(base, catalog, opts);

@@ -52,7 +52,7 @@ void register_sweep_command(CLI::App& app, CliContext& ctx) {
     opts.jobs = args->jobs;
     if (!args->shard.empty()) opts.shard = parse_shard(args->shard);
     if (!args->no_progress) {
-      opts.progress = [&ctx](const std::string& text) { ctx.err << "\r" << text << "   " << std::flush; };
+      opts.progress = progress_line(ctx);
     }
     const SweepJobLoader load = job_loader(ctx, args->config, args->sets);
     // An unreadable CONFIG is a usage error, not a per-point one; other problems of the base
