@@ -52,6 +52,10 @@ void size_tor_ports(const NetworkSpec& net, FabricLayout& lay) {
 
 }  // namespace
 
+bool has_scale_out(const ClusterSpec& cluster) {
+  return cluster.num_gpus > cluster.gpus_per_node || cluster.network.nic_bandwidth_Bps > 0;
+}
+
 VertexId add_vertices(FabricImpl& impl, VertexKind kind, int count) {
   const auto first = static_cast<VertexId>(impl.out.size());
   for (int i = 0; i < count; ++i) impl.add_vertex(kind, i);
@@ -74,7 +78,8 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
     throw InputError("cluster.network.nics_per_node",
                      "must be positive and divide cluster.gpus_per_node");
   }
-  require_positive(net.nic_bandwidth_Bps, "cluster.network.nic_bandwidth", "NIC bandwidth");
+  const bool nics = has_scale_out(cluster);
+  if (nics) require_positive(net.nic_bandwidth_Bps, "cluster.network.nic_bandwidth", "NIC bandwidth");
   if (cluster.gpus_per_node > 1) {
     require_positive(cluster.gpu.nvlink_bandwidth_Bps, "cluster.gpu.nvlink_bandwidth",
                      "NVLink bandwidth (several GPUs per node)");
@@ -91,13 +96,13 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
   lay.gpus_per_node = cluster.gpus_per_node;
   lay.num_nodes = lay.num_gpus / lay.gpus_per_node;
   lay.rails = net.nics_per_node;
-  size_tor_ports(net, lay);
+  if (nics) size_tor_ports(net, lay);
 
   const VertexId first_gpu = add_vertices(*impl, VertexKind::Gpu, lay.num_gpus);
   const bool has_nvswitch = lay.gpus_per_node > 1;
   const VertexId first_nvs =
       has_nvswitch ? add_vertices(*impl, VertexKind::NvSwitch, lay.num_nodes) : 0;
-  const VertexId first_nic = add_vertices(*impl, VertexKind::Nic, lay.num_nodes * lay.rails);
+  const VertexId first_nic = add_vertices(*impl, VertexKind::Nic, nics ? lay.num_nodes * lay.rails : 0);
   impl->gpu_links.resize(static_cast<std::size_t>(lay.num_gpus));
   impl->gpu_tor.assign(static_cast<std::size_t>(lay.num_gpus), -1);
 
@@ -117,6 +122,7 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
       impl->gpu_links[gu].to_nvswitch = up;
       impl->gpu_links[gu].from_nvswitch = up + 1;
     }
+    if (!nics) continue;
     const int rail = (g % lay.gpus_per_node) / gpus_per_nic;
     const VertexId nic = first_nic + static_cast<VertexId>(node * lay.rails + rail);
     // The NIC's per-message host cost is charged once per path, on the sending side.

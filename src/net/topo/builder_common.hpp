@@ -8,8 +8,13 @@
 
 namespace megasim {
 
+// Whether the fabric has a scale-out network: always when the job spans several nodes; inside
+// one node only when the cluster gives a NIC figure (a job inside one node needs none).
+bool has_scale_out(const ClusterSpec& cluster);
+
 // Validates the cluster, fills the node-level layout fields (gpus, nodes, rails, ToR port
-// split) and creates GPUs, NVSwitches, NICs with their NVLink and PCIe links.
+// split) and creates GPUs, NVSwitches and (with a scale-out network) NICs with their NVLink
+// and PCIe links. Without a scale-out network the builders stop here: no NIC, no switch tier.
 std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology topology);
 
 // Creates `count` vertices of `kind` (indices 0..count-1), returning the first VertexId (they are contiguous).

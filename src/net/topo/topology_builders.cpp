@@ -55,6 +55,7 @@ int smallest_divisor_at_least(int n, int at_least) {
 
 Fabric build_rail_optimized_clos(const ClusterSpec& cluster) {
   std::shared_ptr<FabricImpl> impl = build_servers(cluster, Topology::RailOptimizedClos);
+  if (!has_scale_out(cluster)) return Fabric(std::move(impl));
   FabricLayout& lay = impl->layout;
   const NetworkSpec& net = cluster.network;
   const double port_Bps = net.switch_port_bandwidth_Bps;
@@ -119,6 +120,7 @@ Fabric build_rail_optimized_clos(const ClusterSpec& cluster) {
 
 Fabric build_fat_tree(const ClusterSpec& cluster) {
   std::shared_ptr<FabricImpl> impl = build_servers(cluster, Topology::FatTree);
+  if (!has_scale_out(cluster)) return Fabric(std::move(impl));
   FabricLayout& lay = impl->layout;
   const NetworkSpec& net = cluster.network;
   // A leaf holds as many whole servers as its NIC ports allow (all NICs of a server on one
@@ -157,6 +159,7 @@ Fabric build_fat_tree(const ClusterSpec& cluster) {
 
 Fabric build_rail_only(const ClusterSpec& cluster) {
   std::shared_ptr<FabricImpl> impl = build_servers(cluster, Topology::RailOnly);
+  if (!has_scale_out(cluster)) return Fabric(std::move(impl));
   FabricLayout& lay = impl->layout;
   const NetworkSpec& net = cluster.network;
   lay.servers_per_tor = rail_servers_per_tor(net, lay);
