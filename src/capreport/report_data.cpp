@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "megasim/capreport/svg_chart.hpp"
+#include "megasim/report/human_number.hpp"
 
 namespace megasim::capreport {
 
@@ -259,7 +260,7 @@ ReportData make_report_data(const CapacityReport& r) {
     d.summary = {{"GPUs (focus point)", std::to_string(p.num_gpus)},
                  {"Step time", num(p.step.step_time_s, 4) + " s"},
                  {"MFU", num(100 * p.step.mfu, 3) + " %"},
-                 {"Throughput", num(p.step.tokens_per_s, 4) + " tokens/s"},
+                 {"Throughput", human_number(p.step.tokens_per_s) + " tokens/s"},
                  {"Start-up (communicator init)", num(p.startup_s, 3) + " s"},
                  {"Time to train, no failures", num(p.ideal_days, 4) + " days"},
                  {"Time to train, expected", num(p.expected_days, 4) + " days"},
@@ -272,7 +273,7 @@ ReportData make_report_data(const CapacityReport& r) {
                  {"Expected interruptions", num(g.expected_interruptions, 4)},
                  {"Mean time between unplanned interruptions", num(g.mtbf_s / 3600, 3) + " h"},
                  {"Optimal checkpoint interval", num(g.checkpoint_interval_s / 60, 3) + " min"},
-                 {"Expected cost", num(p.expected_cost, 4) + " (at " + num(r.gpu_hour_price, 4) + " per GPU-hour)"}};
+                 {"Expected cost", human_number(p.expected_cost) + " (at " + num(r.gpu_hour_price, 4) + " per GPU-hour)"}};
   }
   return d;
 }

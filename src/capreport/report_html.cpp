@@ -6,6 +6,7 @@
 #include "capreport/report_data.hpp"
 #include "megasim/capreport/svg_chart.hpp"
 #include "megasim/core/version.hpp"
+#include "megasim/report/human_number.hpp"
 
 namespace megasim::capreport {
 
@@ -49,7 +50,7 @@ void table_html(std::ostringstream& o, const ReportTable& t) {
   for (const auto& row : t.rows) {
     o << "<tr>";
     for (std::size_t i = 0; i < row.size(); ++i) {
-      o << "<td" << (i == 0 ? " class=\"l\"" : "") << ">" << xml_escape(row[i]) << "</td>";
+      o << "<td" << (i == 0 ? " class=\"l\"" : "") << ">" << xml_escape(human_cell(row[i])) << "</td>";
     }
     o << "</tr>\n";
   }
@@ -132,7 +133,7 @@ std::string render_markdown(const CapacityReport& r, const ReportData& d) {
     o << "\n";
     for (const auto& row : t.rows) {
       o << "|";
-      for (const auto& c : row) o << ' ' << c << " |";
+      for (const auto& c : row) o << ' ' << human_cell(c) << " |";
       o << "\n";
     }
     o << "\nData: [" << t.file << "](" << t.file << ")\n\n";

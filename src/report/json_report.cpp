@@ -6,6 +6,7 @@
 
 #include "megasim/core/units.hpp"
 #include "megasim/core/version.hpp"
+#include "megasim/report/human_number.hpp"
 
 namespace megasim {
 
@@ -114,11 +115,11 @@ void print_text_report(const StepReport& r, std::ostream& out) {
       << r.plan.micro_batches_per_pipeline << " micro-batches of " << r.plan.micro_batch_size
       << " per pipeline; ZeRO-" << r.plan.zero_stage << "; recompute " << r.plan.recompute << "\n";
   line(out, "step time", format_time(r.step_time_s));
-  line(out, "throughput", fmt("%.4g tokens/s", r.tokens_per_s));
+  line(out, "throughput", human_number(r.tokens_per_s) + " tokens/s");
   line(out, "MFU", fmt("%.1f%%", 100.0 * r.mfu));
   line(out, "HFU", fmt("%.1f%%", 100.0 * r.hfu));
   line(out, "model TFLOP/s per GPU", fmt("%.1f", r.model_tflops_per_gpu));
-  line(out, "model parameters", fmt("%.4g", r.model_parameters));
+  line(out, "model parameters", human_number(r.model_parameters));
   if (r.time_to_train_days) line(out, "time to train", fmt("%.2f days", *r.time_to_train_days));
   if (r.startup_s > 0) line(out, "communicator start-up", format_time(r.startup_s));
   out << "  step-time breakdown:\n";

@@ -131,6 +131,13 @@ TEST(CapacityReport, WritesSelfContainedHtmlMarkdownAndCsvsDeterministically) {
             "pipeline_bubble_s,optimizer_s,data_loading_s,other_s,of_which_straggler_s");
   const std::string md = slurp(base / "a" / "report.md");
   EXPECT_NE(md.find("## Assumptions and sources"), std::string::npos);
+  // People read human units; the CSV behind each table keeps the numbers as computed.
+  EXPECT_NE(md.find(" tokens/s |"), std::string::npos);
+  for (const std::string* page : {&md, &html}) {
+    EXPECT_EQ(page->find("e+0"), std::string::npos) << "scientific notation in a page for people";
+    EXPECT_EQ(page->find("e+1"), std::string::npos) << "scientific notation in a page for people";
+  }
+  EXPECT_NE(csv.find(",119156,"), std::string::npos) << "the CSV keeps the number: 768 x 2048 / 13.2 tokens/s\n" << csv;
   EXPECT_NE(md.find("Llama 3"), std::string::npos);
 }
 

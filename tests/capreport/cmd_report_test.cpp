@@ -19,7 +19,7 @@ namespace {
 struct Harness {
   std::ostringstream out, err;
   CliContext ctx{std::filesystem::path(MEGASIM_SOURCE_DIR) / "configs", out, err,
-                 [](const std::string&, const std::vector<std::string>&) { return testing::fake_job(); }, 0};
+                 [](const std::string&, const std::vector<std::string>&) { return testing::fake_job(); }, 0, {}};
   CLI::App app{"test"};
   Harness() { register_report_command(app, ctx, testing::fake_simulate); }
   void run(std::vector<std::string> args) {
