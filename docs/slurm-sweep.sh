@@ -5,8 +5,14 @@
 #
 #   sbatch docs/slurm-sweep.sh            # submits the array; the merge job follows it
 #
-# Adjust SHARDS, the --vary axes and the config below. Shards are numbered from 0, so the
-# array range is 0..SHARDS-1. Each task uses all CPUs Slurm gives it (--jobs).
+# Adjust SHARDS, the --vary axes and the config below, or override them from the environment
+# (sbatch passes it on to the job, and on to the merge), with the array range to match:
+#
+#   SWEEP_SHARDS=4 SWEEP_ENGINE=analytic SWEEP_VARY="cluster.num_gpus=768:3072:x2" \
+#     sbatch --array=0-3 docs/slurm-sweep.sh
+#
+# Shards are numbered from 0, so the array range is 0..SHARDS-1. Each task uses all CPUs Slurm
+# gives it (--jobs).
 #SBATCH --job-name=megasim-sweep
 #SBATCH --array=0-15
 #SBATCH --cpus-per-task=8
@@ -15,18 +21,24 @@
 
 set -euo pipefail
 
-SHARDS=16                       # must match --array=0-(SHARDS-1)
-CONFIG=megascale-175b-12288     # a bundled job name or a JSON file
-OUT=sweep-out                   # shard outputs land here
+MEGASIM=${MEGASIM:-megasim}                     # the binary, if it is not on PATH
+SHARDS=${SWEEP_SHARDS:-16}                      # must match --array=0-(SHARDS-1)
+CONFIG=${SWEEP_CONFIG:-megascale-175b-12288}    # a bundled job name or a JSON file
+ENGINE=${SWEEP_ENGINE:-des}
+OUT=${SWEEP_OUT:-sweep-out}                     # shard outputs land here
+# The grid: one --vary axis per space-separated word.
+VARY=${SWEEP_VARY:-"cluster.num_gpus=768:12288:x2 \
+                    system.preset=megatron-lm,megascale \
+                    parallel.virtual_pipeline_model_parallel_size=1,2,3,6"}
 mkdir -p "$OUT"
 
 if [[ -n "${SLURM_ARRAY_TASK_ID:-}" && "${MEGASIM_MERGE:-0}" != 1 ]]; then
   # One shard.
-  megasim sweep "$CONFIG" \
-    --vary cluster.num_gpus=768:12288:x2 \
-    --vary system.preset=megatron-lm,megascale \
-    --vary parallel.virtual_pipeline_model_parallel_size=1,2,3,6 \
-    --engine des \
+  read -ra axes <<< "$VARY"
+  vary=()
+  for axis in "${axes[@]}"; do vary+=(--vary "$axis"); done
+  "$MEGASIM" sweep "$CONFIG" "${vary[@]}" \
+    --engine "$ENGINE" \
     --jobs "${SLURM_CPUS_PER_TASK:-1}" \
     --shard "${SLURM_ARRAY_TASK_ID}/${SHARDS}" \
     --csv "$OUT/shard-${SLURM_ARRAY_TASK_ID}.csv"
@@ -40,5 +52,5 @@ if [[ -n "${SLURM_ARRAY_TASK_ID:-}" && "${MEGASIM_MERGE:-0}" != 1 ]]; then
 fi
 
 # Merge step: all shard files in, one table out (merge fails if a shard is missing).
-megasim merge "$OUT"/shard-*.csv --csv sweep.csv
+"$MEGASIM" merge "$OUT"/shard-*.csv --csv sweep.csv
 echo "merged $(($(wc -l < sweep.csv) - 1)) points into sweep.csv"

@@ -3,6 +3,7 @@
 # configures + builds the project. Idempotent: re-running skips apt when nothing is missing.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 # MEGASIM_WITH_BROWSER=1 also installs chromium (for the report's browser test).
+# MEGASIM_WITH_SLURM=1 also installs Slurm and munge (for the Slurm job-array test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,8 @@ PACKAGES=(g++ cmake ninja-build ccache libboost-graph-dev nlohmann-json3-dev lib
           libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
 # The test suite also renders the capacity report in a real browser.
 if [ "${MEGASIM_WITH_BROWSER:-0}" = "1" ]; then PACKAGES+=(chromium fonts-liberation); fi
+# ...and runs docs/slurm-sweep.sh on a private one-node Slurm cluster (tests/slurm).
+if [ "${MEGASIM_WITH_SLURM:-0}" = "1" ]; then PACKAGES+=(slurmctld slurmd slurm-client munge); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

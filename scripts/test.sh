@@ -3,7 +3,7 @@
 # errors, and run every test (unit, textbook, golden CLI), ending with ctest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MEGASIM_WITH_BROWSER=1 scripts/setup.sh build-test -DMEGASIM_SANITIZE=ON -DMEGASIM_WERROR=ON -DMEGASIM_BUILD_BENCH=ON
+MEGASIM_WITH_BROWSER=1 MEGASIM_WITH_SLURM=1 scripts/setup.sh build-test -DMEGASIM_SANITIZE=ON -DMEGASIM_WERROR=ON -DMEGASIM_BUILD_BENCH=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-test --output-on-failure -j"$(nproc)"
