@@ -30,6 +30,9 @@ struct CliContext {
   // Set by a subcommand callback to its exit status (0 unless the command reports failure,
   // e.g. `regress` drifting beyond tolerance returns 3).
   int exit_code = 0;
+  // As load_job, but the written parallel plan is only a starting point (WrittenPlan::Replaced):
+  // the planner's loader, so that a plan it will replace cannot stop it.
+  std::function<JobSpec(const std::string& config, const std::vector<std::string>& sets)> load_job_replacing_plan;
 };
 
 // The one-line progress display of the long-running commands (plan, sweep, ablate): each text

@@ -55,9 +55,13 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
   out << "  hardware FLOPs per step   " << num("%.4g", hardware_flops_per_step(job)) << "  (recompute "
       << to_string(t.recompute) << ")\n";
   out << "cluster: " << job.cluster.num_gpus << " x " << job.cluster.gpu.name << ", "
-      << job.cluster.gpus_per_node << " GPUs per node, " << job.cluster.network.nics_per_node
-      << " NICs of " << format_rate_GBps(job.cluster.network.nic_bandwidth_Bps) << " per node, "
-      << to_string(job.cluster.network.topology) << "\n";
+      << job.cluster.gpus_per_node << " GPUs per node, ";
+  if (job.cluster.network.nic_bandwidth_Bps > 0) {
+    out << job.cluster.network.nics_per_node << " NICs of " << format_rate_GBps(job.cluster.network.nic_bandwidth_Bps)
+        << " per node, " << to_string(job.cluster.network.topology) << "\n";
+  } else {
+    out << "one node, no scale-out network\n";
+  }
   out << "parallel: TP " << p.tensor_model_parallel_size << " · CP " << p.context_parallel_size
       << " · PP " << p.pipeline_model_parallel_size << " · VPP "
       << p.virtual_pipeline_model_parallel_size << " · DP " << p.data_parallel_size << " (derived), ZeRO-"
@@ -69,8 +73,20 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
     const auto layers = layers_on_stage(job, s);
     out << "  stage " << s << ": " << layers << " layers";
     if (p.virtual_pipeline_model_parallel_size > 1) {
+      // Equal chunks print as one count; otherwise (an accounted embedding or loss) each chunk.
+      std::string sizes;
+      bool equal = true;
+      for (int v = 0; v < p.virtual_pipeline_model_parallel_size; ++v) {
+        const auto n = layers_in_chunk(job, s, v);
+        equal = equal && n == layers_in_chunk(job, s, 0);
+        sizes += (v > 0 ? "+" : "") + std::to_string(n);
+      }
       out << " in " << p.virtual_pipeline_model_parallel_size << " chunks of "
-          << layers / p.virtual_pipeline_model_parallel_size;
+          << (equal ? std::to_string(layers_in_chunk(job, s, 0)) : sizes);
+    }
+    if (s == 0 && p.account_for_embedding_in_pipeline_split) out << " (+ embedding as a layer)";
+    if (s == p.pipeline_model_parallel_size - 1 && p.account_for_loss_in_pipeline_split) {
+      out << " (+ loss as a layer)";
     }
     out << ", " << num("%.4g", parameters_per_gpu(job, s)) << " parameters per GPU\n";
   }

@@ -30,16 +30,6 @@ struct PlanArgs {
   bool no_progress = false;
 };
 
-// The config with its plan neutralised (TP=PP=VPP=CP=1 on one GPU), so that a cluster size
-// given with --gpus cannot make the config's own plan fail validation: the planner replaces
-// the plan anyway, and everything else (model, GPU, network, system) is validated as usual.
-const std::vector<std::string> kNeutralPlan = {
-    "parallel.tensor_model_parallel_size=1",    "parallel.pipeline_model_parallel_size=1",
-    "parallel.virtual_pipeline_model_parallel_size=1", "parallel.context_parallel_size=1",
-    "parallel.decoder_first_pipeline_num_layers=null", "parallel.decoder_last_pipeline_num_layers=null",
-    "parallel.data_parallel_size=null",         "training.micro_batch_size=1",
-    "cluster.num_gpus=1"};
-
 }  // namespace
 
 void register_plan_command(CLI::App& app, CliContext& ctx) {
@@ -72,20 +62,16 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
     opts.space.global_batch_sizes = args->batches;
     opts.space.max_context_parallel = args->max_cp;
 
-    JobSpec base;
+    // The written plan is the planner's starting point, not a precondition: it is replaced.
+    JobSpec base = ctx.load_job_replacing_plan(args->config, args->sets);
+    opts.space.sequence_parallel = base.parallel.sequence_parallel;
     if (args->gpus != 0) {
-      auto sets = args->sets;
-      sets.insert(sets.end(), kNeutralPlan.begin(), kNeutralPlan.end());
-      base = ctx.load_job(args->config, sets);
       const int gpn = base.cluster.gpus_per_node;
       if (args->gpus < 1 || (args->gpus > gpn && args->gpus % gpn != 0)) {
         throw InputError("--gpus", std::to_string(args->gpus) + " GPUs is not a positive whole number of " +
                                        std::to_string(gpn) + "-GPU nodes");
       }
       base.cluster.num_gpus = args->gpus;
-    } else {
-      base = ctx.load_job(args->config, args->sets);
-      if (base.parallel.tensor_model_parallel_size > 1) opts.space.sequence_parallel = base.parallel.sequence_parallel;
     }
     if (!args->no_progress) {
       opts.progress = progress_line(ctx, "plan: ");

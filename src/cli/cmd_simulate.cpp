@@ -33,6 +33,7 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
   auto* cmd = app.add_subcommand("simulate", "Simulate one training step and report step time, "
                                              "MFU, memory and time to train");
   add_job_arguments(cmd, args->config, args->sets);
+  cmd->footer(kMinimalConfigHelp);
   cmd->add_flag("--json", args->json, "print exactly one JSON object (schema_version 1)");
   cmd->add_option("--engine", args->engine, "des (event engine, default) | analytic");
   cmd->add_option("--trace", args->trace, "write a Chrome Trace Event timeline (des engine)");

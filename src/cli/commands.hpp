@@ -9,6 +9,9 @@
 
 namespace megasim {
 
+// The help footer of megasim and its job-taking subcommands: a minimal config to start from.
+extern const char* const kMinimalConfigHelp;
+
 void register_simulate_command(CLI::App& app, CliContext& ctx);
 void register_explain_command(CLI::App& app, CliContext& ctx);
 void register_list_command(CLI::App& app, CliContext& ctx);

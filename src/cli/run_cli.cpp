@@ -41,11 +41,20 @@ void configure_logging(std::ostream& err, const std::string& level) {
 
 }  // namespace
 
+const char* const kMinimalConfigHelp =
+    "A minimal CONFIG (model and cluster from the catalogs; `megasim list models|clusters|systems`):\n"
+    "  {\"model\": \"llama-3.1-8b\",\n"
+    "   \"cluster\": {\"base\": \"dgx-h100-ndr-clos\", \"num_gpus\": 64},\n"
+    "   \"training\": {\"seq_length\": 8192, \"global_batch_size\": 512}}\n"
+    "parallel defaults to TP = PP = CP = 1 (pure data parallelism, ZeRO-1); system defaults to the\n"
+    "megatron-core preset. Try `megasim plan CONFIG` for the best plan.";
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"megasim: predicts step time, MFU, memory and time-to-train of LLM training "
                "on GPU clusters before anyone rents the cluster.",
                "megasim"};
   app.require_subcommand(0, 1);
+  app.footer(kMinimalConfigHelp);
   app.set_version_flag("--version", std::string("megasim ") + kVersion);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (logs go to stderr)")
@@ -53,11 +62,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.parse_complete_callback([&] { configure_logging(err, log_level); });
 
   const char* argv0 = argc > 0 ? argv[0] : "megasim";
-  CliContext ctx{default_catalog_dir(argv0), out, err, {}, 0};
-  ctx.load_job = [&ctx](const std::string& config, const std::vector<std::string>& sets) {
-    const Catalog catalog = Catalog::open(ctx.catalog_dir);
-    return load_job(resolve_config(config, catalog), sets, catalog);
+  CliContext ctx{default_catalog_dir(argv0), out, err, {}, 0, {}};
+  auto loader = [&ctx](WrittenPlan plan) {
+    return [&ctx, plan](const std::string& config, const std::vector<std::string>& sets) {
+      const Catalog catalog = Catalog::open(ctx.catalog_dir);
+      return load_job(resolve_config(config, catalog), sets, catalog, plan);
+    };
   };
+  ctx.load_job = loader(WrittenPlan::Checked);
+  ctx.load_job_replacing_plan = loader(WrittenPlan::Replaced);
 
   register_simulate_command(app, ctx);
   register_explain_command(app, ctx);

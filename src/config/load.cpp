@@ -115,12 +115,12 @@ void apply_override(nlohmann::json& config, std::string_view assignment, const C
 }
 
 JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                 const Catalog& catalog) {
+                 const Catalog& catalog, WrittenPlan plan) {
   nlohmann::json config = read_json_file(file, "CONFIG");
   const auto base_dir = file.parent_path();
   for (const auto& o : overrides) apply_override(config, o, catalog, base_dir);
   if (config.is_object() && !config.contains("name")) config["name"] = file.stem().string();
-  return parse_job(config, catalog, base_dir);
+  return parse_job(config, catalog, base_dir, plan);
 }
 
 }  // namespace megasim

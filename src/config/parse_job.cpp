@@ -24,10 +24,11 @@ constexpr std::array<EnumName<Precision>, 3> kPrecisions{{{"bf16", Precision::Bf
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
-constexpr std::array<EnumName<std::string_view>, 4> kAttentionKernels{{{"unfused", "unfused"},
+constexpr std::array<EnumName<std::string_view>, 5> kAttentionKernels{{{"unfused", "unfused"},
                                                                       {"flash-v1", "flash-v1"},
                                                                       {"flash-v2", "flash-v2"},
-                                                                      {"cudnn-fused", "cudnn-fused"}}};
+                                                                      {"cudnn-fused", "cudnn-fused"},
+                                                                      {"auto", "auto"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "ffn"},
                                                                      {"all-linears", "all-linears"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kDpOverlapGranularities{{{"chunk", "chunk"},
@@ -65,6 +66,35 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   flag("tp_fp8_forward_reduce_scatter", s.tp_fp8_forward_reduce_scatter);
 }
 
+// system.attention_kernel = "auto": Transformer Engine's backend choice, cuDNN's fused attention
+// on Hopper and newer and FlashAttention-2 before (configs/systems/megatron-core.json). megasim
+// takes cudnn-fused where the GPU's hardware profile has a measured cuDNN block and flash-v2
+// elsewhere, so that a GPU without that measurement still runs (on FlashAttention-2's rates).
+std::string auto_attention_kernel(const GpuSpec& gpu, const Catalog& catalog) {
+  const nlohmann::json hw = catalog.entry("hw", gpu.profile, "cluster.gpu.profile");
+  const bool measured = hw.is_object() && hw.contains("attention") && hw["attention"].is_object() &&
+                        hw["attention"].contains("cudnn_fused_forward");
+  return measured ? "cudnn-fused" : "flash-v2";
+}
+
+// A required section, or an error that says what it must hold (one line, with an example).
+const nlohmann::json& require_section(ObjectReader& r, std::string_view key) {
+  const nlohmann::json* v = r.raw(key);
+  if (v != nullptr && !v->is_null()) return *v;
+  std::string need;
+  if (key == "model") {
+    need = "a catalog name (\"llama-3.1-8b\"; megasim list models), a Hugging Face config.json path, or an "
+           "object with hidden_size, num_hidden_layers, num_attention_heads, vocab_size";
+  } else if (key == "cluster") {
+    need = "a catalog name (\"dgx-h100-ndr-clos\"; megasim list clusters) or an object with gpu and num_gpus, "
+           "e.g. {\"base\": \"dgx-h100-ndr-clos\", \"num_gpus\": 64}";
+  } else {
+    need = "an object with at least seq_length and global_batch_size, e.g. {\"seq_length\": 8192, "
+           "\"global_batch_size\": 512}";
+  }
+  throw InputError(r.path_of(key), "required section is missing: give " + need);
+}
+
 }  // namespace
 
 ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path) {
@@ -85,6 +115,9 @@ ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path) {
   if (const auto l = r.int_opt("decoder_last_pipeline_num_layers", 1, kMaxInt)) {
     p.decoder_last_pipeline_num_layers = static_cast<int>(*l);
   }
+  p.account_for_embedding_in_pipeline_split =
+      r.bool_opt("account_for_embedding_in_pipeline_split").value_or(false);
+  p.account_for_loss_in_pipeline_split = r.bool_opt("account_for_loss_in_pipeline_split").value_or(false);
   p.placement = r.enum_opt("placement", kPlacements).value_or(p.placement);
   in.data_parallel_size = r.int_opt("data_parallel_size", 1, kMaxInt);
   r.finish();
@@ -132,17 +165,18 @@ SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const 
 
 namespace megasim {
 
-JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir) {
+JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir,
+                  WrittenPlan plan) {
   using namespace config_detail;
   ObjectReader r(config, "");
   JobSpec job;
   job.name = r.string_opt("name").value_or("");
   job.seed = static_cast<std::uint64_t>(r.int_opt("seed", 0, INT64_MAX).value_or(1));
 
-  const auto model = resolve_section(r.require("model"), "models", "model", catalog, base_dir);
+  const auto model = resolve_section(require_section(r, "model"), "models", "model", catalog, base_dir);
   job.model = parse_model(model.value, "model", model.name);
 
-  const auto cluster = resolve_section(r.require("cluster"), "clusters", "cluster", catalog, base_dir);
+  const auto cluster = resolve_section(require_section(r, "cluster"), "clusters", "cluster", catalog, base_dir);
   job.cluster = parse_cluster(cluster.value, "cluster", catalog, base_dir, cluster.name);
 
   const nlohmann::json* par = r.raw("parallel");
@@ -151,16 +185,21 @@ JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const st
   const ParallelInput pin = parse_parallel(parallel.value, "parallel");
   job.parallel = pin.spec;
 
-  const auto training = resolve_section(r.require("training"), "", "training", catalog, base_dir);
+  const auto training = resolve_section(require_section(r, "training"), "", "training", catalog, base_dir);
   job.training = parse_training(training.value, "training");
 
   const nlohmann::json* sys = r.raw("system");
   const auto system = resolve_section(sys != nullptr && !sys->is_null() ? *sys : nlohmann::json::object(),
                                       "systems", "system", catalog, base_dir);
   job.system = parse_system(system.value, "system", catalog);
+  if (job.system.attention_kernel == "auto") job.system.attention_kernel = auto_attention_kernel(job.cluster.gpu, catalog);
   r.finish();
 
-  validate_and_derive(job, pin);
+  if (plan == WrittenPlan::Replaced) {
+    validate_without_plan(job, pin);
+  } else {
+    validate_and_derive(job, pin);
+  }
   return job;
 }
 

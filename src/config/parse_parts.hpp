@@ -35,5 +35,7 @@ SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const 
 // Cross-section rules (divisibility, placement) and derived fields (data_parallel_size,
 // sequence_parallel default).
 void validate_and_derive(JobSpec& job, const ParallelInput& parallel);
+// WrittenPlan::Replaced: the neutral plan written in, then every rule that does not depend on it.
+void validate_without_plan(JobSpec& job, const ParallelInput& parallel);
 
 }  // namespace megasim::config_detail

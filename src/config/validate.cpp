@@ -1,6 +1,7 @@
 // Rules that tie sections together: the parallel plan must tile the cluster, the model and the
 // batch. Each rule follows Megatron-LM's own argument checks so that a config megasim accepts is
 // one Megatron would run. Memory fit is deliberately not checked here (the planner reports it).
+#include <algorithm>
 #include <string>
 
 #include "config/parse_parts.hpp"
@@ -61,6 +62,33 @@ void check_layers(const JobSpec& job) {
   }
   const auto& first = p.decoder_first_pipeline_num_layers;
   const auto& last = p.decoder_last_pipeline_num_layers;
+  const bool emb = p.account_for_embedding_in_pipeline_split;
+  const bool loss = p.account_for_loss_in_pipeline_split;
+  if (emb || loss) {
+    // Megatron-Core (TransformerConfig.__post_init__, get_num_layers_to_build): the accounted
+    // layers and an explicit first/last stage are exclusive; L plus one slot for each accounted
+    // part must split evenly into PP x VPP model chunks.
+    const char* flag = emb ? "parallel.account_for_embedding_in_pipeline_split"
+                           : "parallel.account_for_loss_in_pipeline_split";
+    if (first || last) {
+      throw InputError(flag, "cannot be combined with decoder_first/last_pipeline_num_layers (Megatron-Core's rule)");
+    }
+    const std::int64_t slots = layers + (emb ? 1 : 0) + (loss ? 1 : 0);
+    if (slots % (static_cast<std::int64_t>(pp) * vpp) != 0) {
+      throw InputError(flag, "num_hidden_layers " + s(layers) + " plus the accounted embedding/loss (" + s(slots) +
+                                 ") does not split evenly into PP*VPP = " + s(pp) + "*" + s(vpp) + " model chunks");
+    }
+    // The first chunk gives a slot to the embedding, the last to the loss (one chunk: both).
+    const std::int64_t per_chunk = slots / pp / vpp;
+    const bool one_chunk = pp * vpp == 1;
+    const std::int64_t first_chunk = per_chunk - (emb ? 1 : 0) - (one_chunk && loss ? 1 : 0);
+    const std::int64_t last_chunk = per_chunk - (loss ? 1 : 0) - (one_chunk && emb ? 1 : 0);
+    if (std::min(first_chunk, last_chunk) < 1) {
+      throw InputError(flag, "the first or last model chunk would hold no transformer layer (" + s(per_chunk) +
+                                 " slots per chunk, one taken by the embedding or the loss)");
+    }
+    return;
+  }
   if (!first && !last) {
     if (layers % pp != 0) {
       throw InputError("parallel.pipeline_model_parallel_size",
@@ -127,6 +155,23 @@ void check_batch(const JobSpec& job) {
   }
 }
 
+// Rules between the training and system sections, independent of the parallel plan.
+void check_precision_and_system(const JobSpec& job) {
+  if (job.training.precision == Precision::Fp8 && !(job.cluster.gpu.peak_fp8_flops > 0)) {
+    throw InputError("training.precision",
+                     "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
+  }
+  if (job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage < 2) {
+    throw InputError("system.dp_reduce_every_micro_batch",
+                     "needs parallel.zero_stage >= 2 (only sharded gradients are reduced every micro-batch)");
+  }
+  if (job.system.tp_fp8_forward_reduce_scatter &&
+      (job.training.precision != Precision::Fp8 || !job.system.tp_overlap)) {
+    throw InputError("system.tp_fp8_forward_reduce_scatter",
+                     "needs training.precision = fp8 and system.tp_overlap = true (a userbuffers FP8 reduce-scatter)");
+  }
+}
+
 }  // namespace
 
 void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
@@ -144,19 +189,25 @@ void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
   check_heads(job);
   check_layers(job);
   check_batch(job);
-  if (job.training.precision == Precision::Fp8 && !(job.cluster.gpu.peak_fp8_flops > 0)) {
-    throw InputError("training.precision",
-                     "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
-  }
-  if (job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage < 2) {
-    throw InputError("system.dp_reduce_every_micro_batch",
-                     "needs parallel.zero_stage >= 2 (only sharded gradients are reduced every micro-batch)");
-  }
-  if (job.system.tp_fp8_forward_reduce_scatter &&
-      (job.training.precision != Precision::Fp8 || !job.system.tp_overlap)) {
-    throw InputError("system.tp_fp8_forward_reduce_scatter",
-                     "needs training.precision = fp8 and system.tp_overlap = true (a userbuffers FP8 reduce-scatter)");
-  }
+  check_precision_and_system(job);
+}
+
+void validate_without_plan(JobSpec& job, const ParallelInput& parallel) {
+  auto& p = job.parallel;
+  p.tensor_model_parallel_size = 1;
+  p.pipeline_model_parallel_size = 1;
+  p.virtual_pipeline_model_parallel_size = 1;
+  p.context_parallel_size = 1;
+  p.decoder_first_pipeline_num_layers.reset();
+  p.decoder_last_pipeline_num_layers.reset();
+  p.account_for_embedding_in_pipeline_split = false;
+  p.account_for_loss_in_pipeline_split = false;
+  // Kept as written: the planner applies it to every plan with TP > 1.
+  p.sequence_parallel = parallel.sequence_parallel.value_or(true);
+  job.training.micro_batch_size = 1;
+  check_cluster_shape(job);
+  p.data_parallel_size = job.cluster.num_gpus;
+  check_precision_and_system(job);
 }
 
 }  // namespace megasim::config_detail

@@ -281,11 +281,9 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
 
   int first_layer = 0;
   for (int s = 0; s < pp; ++s) {
-    const auto stage_layers = static_cast<int>(layers_on_stage(job, s));
     std::vector<ChunkCosts> chunks;
     for (int v = 0; v < vpp; ++v) {
-      // Layers spread over the chunks as evenly as the split allows (validated to divide).
-      const int layers = stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
+      const auto layers = static_cast<int>(layers_in_chunk(job, s, v));
       const bool has_embedding = s == 0 && v == 0;
       const bool has_lm_head = s == pp - 1 && v == vpp - 1;
       PassTimes f = fwd.scaled(layers);

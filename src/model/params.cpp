@@ -63,12 +63,30 @@ std::int64_t padded_vocab_size(const ModelSpec& m, int tensor_parallel) {
   return (m.vocab_size + mult - 1) / mult * mult;
 }
 
+namespace {
+
+// Slots the embedding and the loss take in Megatron-Core's pipeline split (0, 1 or 2).
+std::int64_t accounted_slots(const ParallelSpec& p) {
+  return (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
+}
+
+}  // namespace
+
 std::int64_t layers_on_stage(const JobSpec& job, int stage) {
   const int p = std::max(1, job.parallel.pipeline_model_parallel_size);
   const std::int64_t total = job.model.num_hidden_layers;
+  const ParallelSpec& par = job.parallel;
+  if (accounted_slots(par) > 0) {
+    // Megatron-Core: (L + accounted slots) / PP per stage, the embedding's slot on the first
+    // stage and the loss's on the last.
+    std::int64_t n = (total + accounted_slots(par)) / p;
+    if (stage == 0 && par.account_for_embedding_in_pipeline_split) --n;
+    if (stage == p - 1 && par.account_for_loss_in_pipeline_split) --n;
+    return n;
+  }
   if (p == 1) return total;
-  const auto& first = job.parallel.decoder_first_pipeline_num_layers;
-  const auto& last = job.parallel.decoder_last_pipeline_num_layers;
+  const auto& first = par.decoder_first_pipeline_num_layers;
+  const auto& last = par.decoder_last_pipeline_num_layers;
   std::int64_t rest = total;
   int middle = p;
   if (first) { rest -= *first; --middle; }
@@ -76,6 +94,21 @@ std::int64_t layers_on_stage(const JobSpec& job, int stage) {
   if (stage == 0 && first) return *first;
   if (stage == p - 1 && last) return *last;
   return middle > 0 ? rest / middle : 0;
+}
+
+std::int64_t layers_in_chunk(const JobSpec& job, int stage, int chunk) {
+  const ParallelSpec& par = job.parallel;
+  const int p = std::max(1, par.pipeline_model_parallel_size);
+  const int v = std::max(1, par.virtual_pipeline_model_parallel_size);
+  if (accounted_slots(par) > 0) {
+    std::int64_t n = (job.model.num_hidden_layers + accounted_slots(par)) / p / v;
+    if (stage == 0 && chunk == 0 && par.account_for_embedding_in_pipeline_split) --n;
+    if (stage == p - 1 && chunk == v - 1 && par.account_for_loss_in_pipeline_split) --n;
+    return n;
+  }
+  // Spread as evenly as the split allows (validated to divide).
+  const std::int64_t stage_layers = layers_on_stage(job, stage);
+  return stage_layers / v + (chunk < stage_layers % v ? 1 : 0);
 }
 
 double embedding_parameters_per_gpu(const JobSpec& job) {

@@ -25,7 +25,10 @@ nlohmann::json ranked_json(const RankedPlan& p, std::size_t rank) {
       p.plan.first_stage_layers ? nlohmann::json(*p.plan.first_stage_layers) : nlohmann::json(nullptr);
   plan["decoder_last_pipeline_num_layers"] =
       p.plan.last_stage_layers ? nlohmann::json(*p.plan.last_stage_layers) : nlohmann::json(nullptr);
+  plan["account_for_embedding_in_pipeline_split"] = p.plan.account_for_embedding_and_loss;
+  plan["account_for_loss_in_pipeline_split"] = p.plan.account_for_embedding_and_loss;
   return {{"rank", rank},
+          {"alternatives", p.alternatives},
           {"plan", plan},
           {"engine", p.engine},
           {"step_time_s", p.step_time_s},
@@ -63,6 +66,8 @@ nlohmann::json plan_search_to_json(const PlanSearchResult& r) {
   return {{"schema_version", 1},
           {"objective", r.objective},
           {"num_gpus", r.num_gpus},
+          {"num_gpus_used", r.num_gpus_used},
+          {"nearest_gpu_counts", r.nearest_gpu_counts},
           {"candidates_total", r.candidates_total},
           {"valid", r.valid},
           {"rejected", rejected},
@@ -73,7 +78,16 @@ nlohmann::json plan_search_to_json(const PlanSearchResult& r) {
 }
 
 void print_plan_table(const PlanSearchResult& r, std::ostream& out) {
-  out << "plan search on " << r.num_gpus << " GPUs, objective " << r.objective << ": "
+  if (r.num_gpus_used != r.num_gpus) {
+    out << "no plan runs on exactly " << r.num_gpus << " GPUs; planning on " << r.num_gpus_used
+        << ", the largest smaller count that admits one\n";
+  }
+  if (!r.nearest_gpu_counts.empty()) {
+    out << "nearest GPU counts that admit a plan:";
+    for (const auto n : r.nearest_gpu_counts) out << " " << n;
+    out << "\n";
+  }
+  out << "plan search on " << r.num_gpus_used << " GPUs, objective " << r.objective << ": "
       << r.candidates_total << " candidates, " << r.valid << " valid\n\n";
   if (r.ranked.empty()) {
     out << (r.valid == 0 ? "no valid plan\n" : "(--top 0: no plan shown)\n");
@@ -89,6 +103,11 @@ void print_plan_table(const PlanSearchResult& r, std::ostream& out) {
                     p.peak_memory_bytes / (1024.0 * 1024.0 * 1024.0), p.dominant_cost.c_str(),
                     p.dominant_cost_s);
       out << line;
+      if (!p.alternatives.empty()) {
+        out << "     same figures:";
+        for (const auto& k : p.alternatives) out << " " << k;
+        out << "\n";
+      }
     }
   }
   out << "\nrejected:\n";

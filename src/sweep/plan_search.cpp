@@ -96,15 +96,87 @@ void sort_ranked(std::vector<RankedPlan>& v, PlanObjective o) {
   });
 }
 
+// Figures a plan row shows; plans equal in all of them are one row with alternatives.
+bool same_row(const RankedPlan& a, const RankedPlan& b) {
+  return a.step_time_s == b.step_time_s && a.peak_memory_bytes == b.peak_memory_bytes &&
+         a.dominant_cost == b.dominant_cost && a.dominant_cost_s == b.dominant_cost_s;
+}
+
+// Keeps the first plan (canonical order among equals) of each run of identical rows and names
+// the others as its alternatives. `v` is sorted, so identical rows share one score run.
+std::vector<RankedPlan> merge_identical_rows(std::vector<RankedPlan> v, PlanObjective o) {
+  std::vector<RankedPlan> out;
+  std::size_t run_start = 0;  // first kept plan with the current score
+  for (auto& p : v) {
+    if (out.empty() || score(o, out[run_start]) != score(o, p)) run_start = out.size();
+    bool merged = false;
+    for (std::size_t i = run_start; i < out.size() && !merged; ++i) {
+      if (same_row(out[i], p)) {
+        out[i].alternatives.push_back(p.key);
+        merged = true;
+      }
+    }
+    if (!merged) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// True when at least one candidate runs on `gpus` GPUs: passes every divisibility rule and fits.
+bool admits_a_plan(JobSpec job, std::int64_t gpus, const std::vector<PlanCandidate>& candidates,
+                   bool sequence_parallel, const BufferSizes& buffers) {
+  job.cluster.num_gpus = gpus;
+  for (const auto& c : candidates) {
+    const JobSpec j = apply_plan(job, c, sequence_parallel);
+    if (!first_broken_rule(j) && peak_memory_bytes(j, buffers) <= j.cluster.gpu.memory_bytes) return true;
+  }
+  return false;
+}
+
+// GPU counts a job may use: whole nodes, or any count inside one node.
+std::int64_t next_gpu_count(std::int64_t n, int gpus_per_node, int direction) {
+  if (n < gpus_per_node || (n == gpus_per_node && direction < 0)) return n + direction;
+  return n + static_cast<std::int64_t>(direction) * gpus_per_node;
+}
+
+// The nearest count below or at `from` (direction -1) or above it (+1) that admits a plan,
+// looking at most kGpuCountSearchSteps counts away; nullopt when none does.
+constexpr int kGpuCountSearchSteps = 64;
+std::optional<std::int64_t> nearest_admitting(const JobSpec& base, std::int64_t from, int direction,
+                                              const std::vector<PlanCandidate>& candidates, bool sp,
+                                              const BufferSizes& buffers) {
+  std::int64_t n = from;
+  for (int step = 0; step < kGpuCountSearchSteps && n >= 1; ++step) {
+    if (admits_a_plan(base, n, candidates, sp, buffers)) return n;
+    n = next_gpu_count(n, base.cluster.gpus_per_node, direction);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const PlanSearchOptions& opts) {
-  const std::vector<PlanCandidate> candidates = enumerate_plans(base, opts.space);
+PlanSearchResult search_plans(const JobSpec& requested, const Catalog& catalog, const PlanSearchOptions& opts) {
+  const std::vector<PlanCandidate> candidates = enumerate_plans(requested, opts.space);
   const int jobs = resolve_jobs(opts.jobs);
-  const double capacity = base.cluster.gpu.memory_bytes;
+  const double capacity = requested.cluster.gpu.memory_bytes;
   std::vector<Outcome> outcomes(candidates.size());
   // Loaded once and shared read-only by every worker (all candidates run on the same GPU).
-  const std::shared_ptr<const StepCostData> cost_data = load_step_cost_data(base, catalog);
+  const std::shared_ptr<const StepCostData> cost_data = load_step_cost_data(requested, catalog);
+
+  // A count no plan tiles (e.g. 5,128 GPUs = 8 x 641 with a batch of 2,520) is planned on the
+  // largest smaller count that admits a plan; the nearest counts either side are reported.
+  JobSpec base = requested;
+  std::vector<std::int64_t> nearest;
+  const BufferSizes buffers = buffer_sizes(*cost_data);
+  const bool sp = opts.space.sequence_parallel;
+  if (!admits_a_plan(base, base.cluster.num_gpus, candidates, sp, buffers)) {
+    const int gpn = base.cluster.gpus_per_node;
+    const std::int64_t n = base.cluster.num_gpus;
+    const auto below = nearest_admitting(base, next_gpu_count(n, gpn, -1), -1, candidates, sp, buffers);
+    const auto above = nearest_admitting(base, next_gpu_count(n, gpn, +1), +1, candidates, sp, buffers);
+    if (below) nearest.push_back(*below);
+    if (above) nearest.push_back(*above);
+    if (below) base.cluster.num_gpus = *below;
+  }
 
   auto report = [&](const char* phase) {
     return [&opts, phase](std::size_t done, std::size_t n) {
@@ -152,7 +224,9 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
 
   PlanSearchResult res;
   res.objective = to_string(opts.objective);
-  res.num_gpus = base.cluster.num_gpus;
+  res.num_gpus = requested.cluster.num_gpus;
+  res.num_gpus_used = base.cluster.num_gpus;
+  res.nearest_gpu_counts = nearest;
   res.candidates_total = candidates.size();
   for (const PlanRule rule : kAllPlanRules) res.rejected[plan_rule_key(rule)] = 0;
   std::vector<RankedPlan> valid;
@@ -172,6 +246,7 @@ PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const
   }
   res.valid = valid.size();
   sort_ranked(valid, opts.objective);
+  valid = merge_identical_rows(std::move(valid), opts.objective);
   for (std::size_t i = 0; i < valid.size(); ++i) valid[i].analytic_rank = i + 1;
 
   const std::size_t k = std::min(valid.size(), static_cast<std::size_t>(std::max(0, opts.top_k)));

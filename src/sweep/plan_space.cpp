@@ -23,6 +23,7 @@ struct PipelineLayout {
   int pp = 1;
   std::optional<int> first;
   std::optional<int> last;
+  bool accounted = false;  // embedding and loss counted as layers (Megatron-Core)
   std::vector<int> vpps;
 };
 
@@ -50,14 +51,35 @@ std::vector<PipelineLayout> pipeline_layouts(std::int64_t layers) {
     l.vpps = divisors(g);
     out.push_back(l);
   }
+  // Megatron-Core's split of L + 2 slots (account_for_embedding/loss_in_pipeline_split), for
+  // stage counts the layers alone do not divide (e.g. Llama 3.1 405B: 126 + 2 = 128 = 8 x 16);
+  // every chunk keeps at least one layer, so (L + 2) / (PP x VPP) >= 2. Without interleaving it
+  // is the uneven split with first = last = (L + 2) / PP - 1 layers: left to that family where
+  // it already has the layout, so one plan is not listed twice.
+  const std::int64_t slots = layers + 2;
+  for (const int pp : divisors(slots)) {
+    if (pp < 2 || layers % pp == 0) continue;
+    const std::int64_t edge = slots / pp - 1;
+    const bool uneven_twin = std::any_of(out.begin(), out.end(), [&](const PipelineLayout& u) {
+      return u.pp == pp && u.first == edge && u.last == edge;
+    });
+    PipelineLayout l;
+    l.pp = pp;
+    l.accounted = true;
+    for (const int vpp : divisors(slots / pp)) {
+      if (slots / pp / vpp >= 2 && !(vpp == 1 && uneven_twin)) l.vpps.push_back(vpp);
+    }
+    if (!l.vpps.empty()) out.push_back(l);
+  }
   std::sort(out.begin(), out.end(), [](const PipelineLayout& a, const PipelineLayout& b) {
-    return std::tie(a.pp, a.first, a.last) < std::tie(b.pp, b.first, b.last);
+    return std::tie(a.pp, a.accounted, a.first, a.last) < std::tie(b.pp, b.accounted, b.first, b.last);
   });
   return out;
 }
 
 auto as_tuple(const PlanCandidate& c) {
-  return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.first_stage_layers.value_or(0),
+  return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.account_for_embedding_and_loss,
+                         c.first_stage_layers.value_or(0),
                          c.last_stage_layers.value_or(0), c.vpp, c.micro_batch_size,
                          static_cast<int>(c.recompute), c.zero_stage);
 }
@@ -68,6 +90,7 @@ std::string plan_key(const PlanCandidate& c) {
   std::string k = "tp" + std::to_string(c.tp) + "-pp" + std::to_string(c.pp);
   if (c.first_stage_layers) k += "-first" + std::to_string(*c.first_stage_layers);
   if (c.last_stage_layers) k += "-last" + std::to_string(*c.last_stage_layers);
+  if (c.account_for_embedding_and_loss) k += "-embloss";
   k += "-vpp" + std::to_string(c.vpp) + "-cp" + std::to_string(c.cp) + "-mbs" +
        std::to_string(c.micro_batch_size) + "-rc:" + to_string(c.recompute) + "-z" +
        std::to_string(c.zero_stage) + "-gbs" + std::to_string(c.global_batch_size);
@@ -105,6 +128,7 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
                   c.pp = layout.pp;
                   c.first_stage_layers = layout.first;
                   c.last_stage_layers = layout.last;
+                  c.account_for_embedding_and_loss = layout.accounted;
                   c.vpp = vpp;
                   c.micro_batch_size = mbs;
                   c.recompute = rc;
@@ -145,6 +169,8 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
   p.context_parallel_size = c.cp;
   p.decoder_first_pipeline_num_layers = c.first_stage_layers;
   p.decoder_last_pipeline_num_layers = c.last_stage_layers;
+  p.account_for_embedding_in_pipeline_split = c.account_for_embedding_and_loss;
+  p.account_for_loss_in_pipeline_split = c.account_for_embedding_and_loss;
   p.zero_stage = c.zero_stage;
   p.sequence_parallel = sequence_parallel && c.tp > 1;  // as config/validate.cpp derives it
   const std::int64_t model_gpus = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;

@@ -86,7 +86,7 @@ TEST(Load, SectionFilesAndBase) {
   const auto cat = test::catalog();
   const auto dir = temp_file("my-gpu.json", R"({"peak_bf16": "100TFLOPS", "peak_fp32": "10TFLOPS",
       "memory": "24GiB", "memory_bandwidth": "1TB/s", "nvlink_bandwidth": "100GB/s",
-      "architecture_sm": 89, "profile": "ada"})").parent_path();
+      "architecture_sm": 80, "profile": "ampere"})").parent_path();
   temp_file("my-cluster.json", R"({"gpu": "my-gpu.json", "num_gpus": 8})");
   auto j = test::small_job();
   j["cluster"] = "my-cluster.json";

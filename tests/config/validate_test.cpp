@@ -15,7 +15,7 @@ TEST(Validate, SmallJobDerivesPlan) {
   EXPECT_EQ(job.parallel.virtual_pipeline_model_parallel_size, 1);
   EXPECT_EQ(job.parallel.zero_stage, 1);
   EXPECT_EQ(job.parallel.placement, PlacementOrder::DpFirst);
-  EXPECT_EQ(job.system.preset, "megatron-lm");
+  EXPECT_EQ(job.system.preset, "megatron-core");  // no system section: today's default
   EXPECT_EQ(job.seed, 1u);
   auto j = test::small_job();
   j["parallel"]["tensor_model_parallel_size"] = 1;
@@ -149,6 +149,7 @@ TEST(Validate, EnumsAndRanges) {
   EXPECT_TRUE(test::parse(j).system.dp_reduce_every_micro_batch);
   j["system"].erase("dp_reduce_every_micro_batch");
   // FP8 reduce-scatter userbuffers need FP8 training and TP overlap.
+  j["system"]["tp_overlap"] = false;
   j["system"]["tp_fp8_forward_reduce_scatter"] = true;
   EXPECT_INPUT_ERROR(test::parse(j), "system.tp_fp8_forward_reduce_scatter", "needs training.precision = fp8");
   j["system"]["tp_overlap"] = true;
@@ -178,7 +179,7 @@ TEST(Validate, StructureErrors) {
   EXPECT_INPUT_ERROR(test::parse(j), "trainning", "did you mean \"training\"?");
   j = test::small_job();
   j.erase("training");
-  EXPECT_INPUT_ERROR(test::parse(j), "training", "required field is missing");
+  EXPECT_INPUT_ERROR(test::parse(j), "training", "required section is missing: give an object with at least seq_length and global_batch_size");
   j = test::small_job();
   j["parallel"] = 3;
   EXPECT_INPUT_ERROR(test::parse(j), "parallel", "expected an object, got number 3");
@@ -213,15 +214,75 @@ TEST(Validate, SystemPresetAndOverrides) {
   j["system"] = {{"preset", "megascale"}, {"tp_overlapp", false}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.tp_overlapp", "did you mean \"tp_overlap\"?");
   j["system"] = {{"preset", "deepspeed"}};
-  EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-lm");
+  EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-core, megatron-lm");
   j["system"] = {{"attention_kernel", "flash-v3"}};
-  EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2, cudnn-fused");
+  EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2, cudnn-fused, auto");
   j["system"] = {{"dp_overlap_granularity", "bucket"}};
   EXPECT_EQ(test::parse(j).system.dp_overlap_granularity, "bucket");
   j["system"] = {{"dp_overlap_granularity", "layer"}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.dp_overlap_granularity", "valid: chunk, bucket");
   j["system"] = {{"straggler_host_fraction", 1.5}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.straggler_host_fraction", "must be between 0 and 1");
+}
+
+TEST(Validate, DefaultSystemIsTodaysMegatronCore) {
+  // No system section: Megatron-Core with Transformer Engine as NeMo's recipes run it.
+  auto j = test::small_job();
+  SystemSpec s = test::parse(j).system;
+  EXPECT_EQ(s.preset, "megatron-core");
+  EXPECT_TRUE(s.tp_overlap && s.pp_overlap && s.dp_overlap && s.fused_kernels && s.async_data_preprocessing);
+  EXPECT_EQ(s.tp_overlap_scope, "all-linears");
+  EXPECT_EQ(s.dp_overlap_granularity, "bucket");
+  // "auto": FlashAttention-2 on Ampere (no cuDNN block measured), cuDNN fused attention on Hopper.
+  EXPECT_EQ(s.attention_kernel, "flash-v2");
+  j["cluster"]["gpu"] = "h100-sxm5-80gb";
+  EXPECT_EQ(test::parse(j).system.attention_kernel, "cudnn-fused");
+  j["cluster"]["gpu"] = "b200-sxm-180gb";
+  EXPECT_EQ(test::parse(j).system.attention_kernel, "flash-v2");
+  // An explicit kernel wins over the preset's auto.
+  j["system"] = {{"attention_kernel", "unfused"}};
+  EXPECT_EQ(test::parse(j).system.attention_kernel, "unfused");
+}
+
+TEST(Validate, MissingSectionsSayWhatTheyNeed) {
+  for (const char* section : {"model", "cluster", "training"}) {
+    auto j = test::small_job();
+    j.erase(section);
+    EXPECT_INPUT_ERROR(test::parse(j), section, "required section is missing: give ");
+  }
+  auto j = test::small_job();
+  j["training"].erase("seq_length");
+  EXPECT_INPUT_ERROR(test::parse(j), "training.seq_length", "required field is missing");
+}
+
+TEST(Validate, EmbeddingAndLossAccountedInPipelineSplit) {
+  // Llama 3.1 405B's 126 layers on PP 8 x VPP 8: (126 + 2) / 64 = 2 slots per chunk, the first
+  // chunk's first slot is the embedding and the last chunk's last slot the loss.
+  auto j = test::small_job();
+  j["model"] = "llama-3.1-405b";
+  j["cluster"] = {{"base", "dgx-h100-ndr-clos"}, {"num_gpus", 512}};
+  j["parallel"] = {{"tensor_model_parallel_size", 8}, {"pipeline_model_parallel_size", 8},
+                   {"virtual_pipeline_model_parallel_size", 8},
+                   {"account_for_embedding_in_pipeline_split", true}, {"account_for_loss_in_pipeline_split", true}};
+  j["training"]["global_batch_size"] = 64;  // DP 8 -> 8 micro-batches, divisible by PP 8
+  const JobSpec job = test::parse(j);
+  EXPECT_TRUE(job.parallel.account_for_embedding_in_pipeline_split && job.parallel.account_for_loss_in_pipeline_split);
+  // Without the accounting 126 layers do not split over 8 stages.
+  j["parallel"]["account_for_embedding_in_pipeline_split"] = false;
+  j["parallel"]["account_for_loss_in_pipeline_split"] = false;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.pipeline_model_parallel_size", "does not split evenly");
+  // One of the two: 127 slots do not split into 64 chunks.
+  j["parallel"]["account_for_embedding_in_pipeline_split"] = true;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.account_for_embedding_in_pipeline_split", "does not split evenly");
+  // Exclusive with an explicit first stage (Megatron-Core's rule).
+  j["parallel"]["account_for_loss_in_pipeline_split"] = true;
+  j["parallel"]["decoder_first_pipeline_num_layers"] = 14;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.account_for_embedding_in_pipeline_split", "cannot be combined");
+  // A chunk with one slot would lose its only layer.
+  j["parallel"].erase("decoder_first_pipeline_num_layers");
+  j["parallel"]["virtual_pipeline_model_parallel_size"] = 16;
+  j["training"]["global_batch_size"] = 64;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.account_for_embedding_in_pipeline_split", "no transformer layer");
 }
 
 TEST(Validate, OutOfMemoryPlanIsNotAnError) {

@@ -425,3 +425,60 @@ TEST(Memory, GradientsShardOnlyWhenReducedEveryMicroBatch) {
 
 }  // namespace
 }  // namespace megasim
+
+namespace megasim {
+namespace {
+
+TEST(StageLayout, EmbeddingAndLossAccountedAsLayers) {
+  // Megatron-Core's account_for_embedding/loss_in_pipeline_split on Llama 3.1 405B, PP 8 x VPP 8:
+  // (126 + 2) / 64 = 2 slots per model chunk; the embedding takes one slot of stage 0's first
+  // chunk and the loss one of stage 7's last chunk, so those hold 1 layer and every other 2.
+  JobSpec j;
+  j.model = testing::llama(16384, 126, 128, 8, 53248);
+  j.parallel.tensor_model_parallel_size = 8;
+  j.parallel.pipeline_model_parallel_size = 8;
+  j.parallel.virtual_pipeline_model_parallel_size = 8;
+  j.parallel.account_for_embedding_in_pipeline_split = true;
+  j.parallel.account_for_loss_in_pipeline_split = true;
+  EXPECT_EQ(layers_on_stage(j, 0), 15);
+  EXPECT_EQ(layers_on_stage(j, 3), 16);
+  EXPECT_EQ(layers_on_stage(j, 7), 15);
+  EXPECT_EQ(layers_in_chunk(j, 0, 0), 1);
+  EXPECT_EQ(layers_in_chunk(j, 0, 1), 2);
+  EXPECT_EQ(layers_in_chunk(j, 7, 6), 2);
+  EXPECT_EQ(layers_in_chunk(j, 7, 7), 1);
+  std::int64_t total = 0;
+  for (int s = 0; s < 8; ++s) {
+    std::int64_t stage = 0;
+    for (int v = 0; v < 8; ++v) stage += layers_in_chunk(j, s, v);
+    EXPECT_EQ(stage, layers_on_stage(j, s)) << "stage " << s;
+    total += stage;
+  }
+  EXPECT_EQ(total, 126);
+  // The lighter first and last stages hold fewer parameters than a middle one, so the first
+  // stage (embedding) weighs 15 layers + the embedding instead of 16 + the embedding.
+  EXPECT_LT(parameters_per_gpu(j, 0), parameters_per_gpu(j, 3) + embedding_parameters_per_gpu(j));
+  // Only the loss accounted: (126 + 1) is odd; PP 1 keeps every layer on its one chunk.
+  j.parallel.account_for_embedding_in_pipeline_split = false;
+  j.parallel.pipeline_model_parallel_size = 1;
+  j.parallel.virtual_pipeline_model_parallel_size = 1;
+  EXPECT_EQ(layers_on_stage(j, 0), 126);
+  EXPECT_EQ(layers_in_chunk(j, 0, 0), 126);
+}
+
+TEST(StageLayout, EvenAndUnevenSplitsUnchanged) {
+  JobSpec j;
+  j.model = testing::llama(4096, 30, 32, 8, 14336);
+  j.parallel.pipeline_model_parallel_size = 4;
+  j.parallel.virtual_pipeline_model_parallel_size = 2;
+  j.parallel.decoder_first_pipeline_num_layers = 6;
+  j.parallel.decoder_last_pipeline_num_layers = 8;
+  EXPECT_EQ(layers_on_stage(j, 0), 6);
+  EXPECT_EQ(layers_on_stage(j, 1), 8);
+  EXPECT_EQ(layers_in_chunk(j, 0, 0), 3);
+  EXPECT_EQ(layers_in_chunk(j, 1, 1), 4);
+  EXPECT_EQ(layers_in_chunk(j, 3, 1), 4);
+}
+
+}  // namespace
+}  // namespace megasim

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
+
 #include "megasim/core/error.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/sweep/plan_search.hpp"
@@ -112,7 +115,9 @@ TEST(PlanSearch, DesRerankOnATinyCluster) {
 }
 
 // ZeRO-1 and ZeRO-2 plans have the same step graph; the re-rank simulates such twins once.
-// Each twin's step time must equal its own event-engine run.
+// Plans with the same analytic figures are one row (on one node, DP = 1, ZeRO-0/1/2 shard
+// nothing: the ZeRO-1 and ZeRO-2 plans are alternatives of the ZeRO-0 row). Every plan a row
+// stands for must have the row's event-engine step time in its own run.
 TEST(PlanSearch, DesRerankSharesTimingBetweenZeroOneAndTwoTwins) {
   const auto cat = testing::test_catalog();
   const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
@@ -121,21 +126,76 @@ TEST(PlanSearch, DesRerankSharesTimingBetweenZeroOneAndTwoTwins) {
   o.space.max_context_parallel = 1;
   o.rerank_engine = EngineKind::Des;
   const PlanSearchResult r = search_plans(base, cat, o);
+  const auto all = enumerate_plans(base, o.space);
+  SimulateOptions so;
+  so.engine = EngineKind::Des;
   int twins = 0;
-  for (const auto& a : r.ranked) {
-    if (a.plan.zero_stage != 2) continue;
-    PlanCandidate z1 = a.plan;
-    z1.zero_stage = 1;
-    for (const auto& b : r.ranked) {
-      if (b.key != plan_key(z1)) continue;
+  for (const auto& row : r.ranked) {
+    EXPECT_EQ(row.engine, "des");
+    for (const auto& key : row.alternatives) {
+      const auto it = std::find_if(all.begin(), all.end(), [&](const PlanCandidate& c) { return plan_key(c) == key; });
+      ASSERT_NE(it, all.end()) << key;
       ++twins;
-      EXPECT_DOUBLE_EQ(a.step_time_s, b.step_time_s);
-      SimulateOptions so;
-      so.engine = EngineKind::Des;
-      EXPECT_DOUBLE_EQ(simulate_step(apply_plan(base, a.plan), cat, so).step_time_s, a.step_time_s);
+      EXPECT_DOUBLE_EQ(simulate_step(apply_plan(base, *it), cat, so).step_time_s, row.step_time_s) << key;
     }
   }
   EXPECT_GT(twins, 0);
+}
+
+// The written plan is a starting point: a job whose plan cannot run on its GPU count is
+// still planned. 40 GPUs (5 nodes) with a batch of 16: DP must divide 16, so TP*PP*CP would be
+// 40, 20, 10 or 5, none of which the 6-layer, 12-head model tiles (no PP 5, no TP 5). 32 GPUs
+// do (DP 16 or TP 2 x DP 16 ...), as do 48 (PP 3 x DP 16): the search runs on 32 and names both.
+TEST(PlanSearch, AGpuCountWithoutPlansFallsBackToTheLargestSmallerOne) {
+  const auto cat = testing::test_catalog();
+  auto cfg = testing::small_job_json();
+  cfg["cluster"]["num_gpus"] = 40;
+  EXPECT_THROW(parse_job(cfg, cat, {}), InputError);  // the written plan (DP 40) breaks the batch rule
+  const JobSpec base = parse_job(cfg, cat, {}, WrittenPlan::Replaced);
+  EXPECT_EQ(base.cluster.num_gpus, 40);
+  const PlanSearchResult r = search_plans(base, cat, analytic_options(3));
+  EXPECT_EQ(r.num_gpus, 40);
+  EXPECT_EQ(r.num_gpus_used, 32);
+  EXPECT_EQ(r.nearest_gpu_counts, (std::vector<std::int64_t>{32, 48}));
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_EQ(r.ranked.front().dp * r.ranked.front().plan.tp * r.ranked.front().plan.pp * r.ranked.front().plan.cp, 32);
+  const auto j = plan_search_to_json(r);
+  EXPECT_EQ(j["num_gpus_used"], 32);
+  EXPECT_EQ(j["nearest_gpu_counts"], nlohmann::json::array({32, 48}));
+  std::ostringstream text;
+  print_plan_table(r, text);
+  EXPECT_NE(text.str().find("no plan runs on exactly 40 GPUs; planning on 32"), std::string::npos) << text.str();
+  // A count that admits plans is searched as given, with no neighbours listed.
+  cfg["cluster"]["num_gpus"] = 8;
+  const PlanSearchResult exact = search_plans(parse_job(cfg, cat, {}, WrittenPlan::Replaced), cat, analytic_options(1));
+  EXPECT_EQ(exact.num_gpus_used, 8);
+  EXPECT_TRUE(exact.nearest_gpu_counts.empty());
+}
+
+// Plans with the same figures are one row naming the others; each alternative really has them.
+TEST(PlanSearch, IdenticalRowsAreShownOnceWithTheirAlternatives) {
+  const auto cat = testing::test_catalog();
+  const JobSpec base = testing::load_with(cat, testing::small_job_json(), {});
+  const PlanSearchResult r = search_plans(base, cat, analytic_options(20));
+  std::size_t alternatives = 0;
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    for (std::size_t k = i + 1; k < r.ranked.size(); ++k) {
+      const auto& a = r.ranked[i];
+      const auto& b = r.ranked[k];
+      EXPECT_FALSE(a.step_time_s == b.step_time_s && a.peak_memory_bytes == b.peak_memory_bytes)
+          << a.key << " and " << b.key << " are the same row";
+    }
+    for (const auto& key : r.ranked[i].alternatives) {
+      ++alternatives;
+      for (const auto& c : enumerate_plans(base, analytic_options(20).space)) {
+        if (plan_key(c) != key) continue;
+        SimulateOptions so;
+        so.engine = EngineKind::Analytic;
+        EXPECT_DOUBLE_EQ(simulate_step(apply_plan(base, c), cat, so).step_time_s, r.ranked[i].step_time_s) << key;
+      }
+    }
+  }
+  EXPECT_GT(alternatives, 0u);  // ZeRO-1 / ZeRO-2 twins at least
 }
 
 TEST(PlanSearch, ObjectiveAndDominantCost) {

@@ -45,6 +45,38 @@ TEST(PlanSpace, TextbookEnumerationCount) {
   EXPECT_EQ(uneven, 4 * 12);  // one uneven layout per TP, times recompute x ZeRO
 }
 
+// Llama 3.1 405B (126 layers): PP 8 does not divide 126, so the power-of-two uneven family has
+// first = last = 15 (126 - 6 x 16 = 30) with VPP 1 only (gcd(15, 15, 16) = 1); Megatron-Core's
+// accounted split of 128 slots adds PP 8 with VPP 2, 4, 8 (16 / VPP >= 2 slots per chunk; its
+// VPP 1 is the uneven twin and is not listed again). PP 2 divides 126: no accounted layout.
+TEST(PlanSpace, EmbeddingAndLossAccountedLayouts) {
+  const auto cat = testing::test_catalog();
+  auto cfg = testing::small_job_json();
+  cfg["model"] = "llama-3.1-405b";
+  const JobSpec base = parse_job(cfg, cat, {}, WrittenPlan::Replaced);
+  std::set<std::pair<int, int>> accounted;
+  int uneven_pp8 = 0;
+  for (const auto& p : enumerate_plans(base, small_space())) {
+    if (p.account_for_embedding_and_loss) {
+      accounted.insert({p.pp, p.vpp});
+      EXPECT_NE(plan_key(p).find("-embloss"), std::string::npos);
+      const JobSpec j = apply_plan(base, p);
+      EXPECT_TRUE(j.parallel.account_for_embedding_in_pipeline_split && j.parallel.account_for_loss_in_pipeline_split);
+    }
+    if (p.pp == 8 && p.first_stage_layers) {
+      ++uneven_pp8;
+      EXPECT_EQ(*p.first_stage_layers, 15);
+      EXPECT_EQ(p.vpp, 1);
+    }
+  }
+  EXPECT_GT(uneven_pp8, 0);
+  // PP 4: 32 slots -> VPP 2..16; PP 16: 8 -> 2, 4; PP 32: 4 -> 2; PP 64: 2 slots, VPP 1 only,
+  // which is the uneven twin (first = last = 1); PP 128: 1 slot, too few.
+  const std::set<std::pair<int, int>> want = {{4, 2}, {4, 4}, {4, 8}, {4, 16}, {8, 2}, {8, 4},
+                                              {8, 8}, {16, 2}, {16, 4}, {32, 2}};
+  EXPECT_EQ(accounted, want);
+}
+
 // Rejections by hand (num_gpus 8, 12 heads, gbs 16, mbs 1):
 //   TP*PP must divide 8. Layouts (with their VPP counts) failing it:
 //     TP1: PP3(2), PP6(1) = 3;  TP2: PP3(2), PP6(1) = 3;  TP4: PP3(2), PP6(1), PP4(1) = 4;

@@ -38,13 +38,22 @@ nlohmann::json read_json_file(const std::filesystem::path& file, const std::stri
 void apply_override(nlohmann::json& config, std::string_view assignment, const Catalog& catalog,
                     const std::filesystem::path& base_dir = {});
 
+// What becomes of the config's parallel plan (TP, PP, VPP, CP, uneven or accounted stages,
+// micro-batch size). Checked: it must tile the GPUs, heads, layers and batch, as Megatron
+// checks it. Replaced: the planner's starting point; the job gets the neutral plan (all sizes
+// 1, micro-batch 1, DP = num_gpus) and the divisibility rules that depend on the plan are not
+// applied, so a written plan the planner will replace cannot stop it. Every other section is
+// validated as usual; sequence_parallel keeps what was written (default on) for the planner.
+enum class WrittenPlan { Checked, Replaced };
+
 // Validates a whole config and returns the typed job. Relative file names in sections resolve
 // against `base_dir` (the config file's directory). A plan that does not fit in memory is not
 // an error here.
-JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir);
+JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir,
+                  WrittenPlan plan = WrittenPlan::Checked);
 
 // read_json_file + apply_override (in order) + parse_job. The job name defaults to the file stem.
 JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                 const Catalog& catalog);
+                 const Catalog& catalog, WrittenPlan plan = WrittenPlan::Checked);
 
 }  // namespace megasim

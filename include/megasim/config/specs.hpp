@@ -98,6 +98,11 @@ struct ParallelSpec {
   int zero_stage = 1;                // 0 DDP, 1 distributed optimizer, 2, 3 (FSDP)
   std::optional<int> decoder_first_pipeline_num_layers;
   std::optional<int> decoder_last_pipeline_num_layers;
+  // Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
+  // the embedding (loss) counts as one layer when the stack is split into stages and model
+  // chunks, so the first (last) model chunk holds one transformer layer fewer.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   PlacementOrder placement = PlacementOrder::DpFirst;
   std::int64_t data_parallel_size = 0;  // derived: num_gpus / (TP*PP*CP)
 };
@@ -115,7 +120,7 @@ struct TrainingSpec {
 // Which MegaScale / Megatron-LM techniques are on. Presets fill these; every field can be
 // overridden individually ("system": {"preset": "megatron-lm", "tp_overlap": true}).
 struct SystemSpec {
-  std::string preset = "megatron-lm";
+  std::string preset = "megatron-core";  // the preset used when a job has no system section
   bool tp_overlap = false;            // GEMMs chunked and pipelined with AG/RS on a 2nd stream
   int tp_overlap_chunks = 4;
   // Which linears TP overlap covers: "ffn" (MegaScale fuses AG/RS into the FFN's linears only)
@@ -140,7 +145,9 @@ struct SystemSpec {
   // step instead of one, sharded gradient memory.
   bool dp_reduce_every_micro_batch = false;
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
-  std::string attention_kernel = "flash-v1";  // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused"
+  // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
+  // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
+  std::string attention_kernel = "flash-v1";
   bool async_data_preprocessing = false;
   bool data_loader_per_node = false;  // one loader per node instead of one per GPU
   bool gc_stragglers_fixed = false;   // "problematic code" removed (GC-induced launch skew)

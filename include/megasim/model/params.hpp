@@ -23,8 +23,15 @@ std::int64_t padded_vocab_size(const ModelSpec& m, int tensor_parallel);
 // biases divided by TP, norms and row-parallel biases replicated.
 double layer_parameters_per_tp_rank(const ModelSpec& m, int tensor_parallel);
 
-// Layers held by pipeline stage `stage` (uneven first/last splits honoured).
+// Layers held by pipeline stage `stage` (uneven first/last splits and Megatron-Core's
+// embedding/loss accounting honoured).
 std::int64_t layers_on_stage(const JobSpec& job, int stage);
+
+// Layers held by model chunk `chunk` (0 .. VPP-1) of stage `stage`. Without accounting the
+// stage's layers spread evenly (validated to divide); with account_for_embedding (loss) in the
+// pipeline split the first chunk of the first stage (last chunk of the last stage) holds one
+// layer fewer, its slot taken by the embedding (loss), as Megatron-Core builds them.
+std::int64_t layers_in_chunk(const JobSpec& job, int stage, int chunk);
 
 // Parameters held by one GPU of pipeline stage `stage` before any ZeRO sharding: its layers,
 // the (padded, TP-sharded) embedding on the first stage and the head on the last stage. With

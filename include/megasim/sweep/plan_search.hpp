@@ -56,11 +56,19 @@ struct RankedPlan {
   double dominant_cost_s = 0;
   std::size_t analytic_rank = 0;     // 1-based position in the analytic ranking
   double analytic_step_time_s = 0;
+  // Keys of other plans with the same figures (e.g. ZeRO-1 and ZeRO-2 at one micro-batch per
+  // step): shown once, under the first in canonical order.
+  std::vector<std::string> alternatives;
 };
 
 struct PlanSearchResult {
   std::string objective;
-  std::int64_t num_gpus = 0;
+  std::int64_t num_gpus = 0;            // GPUs the job was given (the config's or --gpus)
+  // GPUs the ranked plans use: num_gpus, or when no plan runs on exactly num_gpus the largest
+  // smaller count (whole nodes) that admits one.
+  std::int64_t num_gpus_used = 0;
+  // When num_gpus admits no plan: the nearest counts that do, below and above (whole nodes).
+  std::vector<std::int64_t> nearest_gpu_counts;
   std::size_t candidates_total = 0;
   std::size_t valid = 0;
   std::map<std::string, std::size_t> rejected;   // plan_rule_key -> count, every rule listed
@@ -69,7 +77,9 @@ struct PlanSearchResult {
   std::vector<RankedPlan> ranked;                // the top K, best first
 };
 
-// `base` supplies everything but the plan (its num_gpus is the cluster size searched).
+// `base` supplies everything but the plan (its num_gpus is the cluster size searched; when no
+// plan runs on exactly that many GPUs, the largest smaller whole-node count that admits one is
+// searched instead, and the result says so).
 PlanSearchResult search_plans(const JobSpec& base, const Catalog& catalog, const PlanSearchOptions& opts);
 
 // The largest non-compute entry of a breakdown as (A3 name, seconds); ties keep A3 order.

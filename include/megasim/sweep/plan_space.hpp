@@ -12,8 +12,13 @@
 //                  k = ceil(L/PP) layers on each middle stage and the rest shared by the first
 //                  and last stage (first = floor(rest/2), last = rest - first), kept only when
 //                  1 <= first <= last <= k (embedding and LM head stages get the lighter load)
+//                  ; and for every PP >= 2 that does not divide the layers but divides
+//                  L + 2, Megatron-Core's split with the embedding and the loss counted as
+//                  layers (account_for_embedding/loss_in_pipeline_split: the first and last
+//                  model chunk hold one layer fewer)
 //   VPP            1 when PP = 1; else every divisor of the layers per stage (uneven: of the
-//                  gcd of first, middle and last stage layers)
+//                  gcd of first, middle and last stage layers; accounted: of (L + 2) / PP,
+//                  keeping at least one layer in every chunk)
 //   micro batch    opts.micro_batch_sizes (default 1, 2, 4, 8)
 //   recompute      none, selective, full
 //   ZeRO stage     0, 1, 2, 3
@@ -36,6 +41,9 @@ struct PlanCandidate {
   int pp = 1;
   std::optional<int> first_stage_layers;  // uneven split (Megatron-Core decoder_first/last_...)
   std::optional<int> last_stage_layers;
+  // Megatron-Core's account_for_embedding_in_pipeline_split and ..._loss_...: both on for a
+  // layout that splits L + 2 "layers" (embedding and loss counted), as the 405B recipes do.
+  bool account_for_embedding_and_loss = false;
   int vpp = 1;
   std::int64_t micro_batch_size = 1;
   Recompute recompute = Recompute::None;
@@ -43,7 +51,8 @@ struct PlanCandidate {
 };
 
 // Canonical, human-readable key, e.g. "tp8-pp8-vpp6-cp1-mbs1-rc:none-z2-gbs6144", with
-// "-first3-last4" after the PP term for uneven splits. Unique per candidate.
+// "-first3-last4" after the PP term for uneven splits and "-embloss" for a split that counts
+// the embedding and the loss as layers. Unique per candidate.
 std::string plan_key(const PlanCandidate& c);
 
 // Total order used to break ties deterministically (field by field, in declaration order).
