@@ -62,43 +62,47 @@ double warmup_forward_s(const StepCosts& c) {
   return std::min(m, p) * fwd_s;
 }
 
-}  // namespace
-
-StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
-  const auto& sys = job.system;
-  const double m = static_cast<double>(c.micro_batches);
-
-  // The slowest stage sets the steady-state pace of the whole pipeline.
+// The slowest stage sets the steady-state pace of the whole pipeline.
+StageLoad slowest_stage(const StepCosts& c, bool pp_overlap) {
   StageLoad worst;
   for (std::size_t s = 0; s < c.chunks.size(); ++s) {
-    const StageLoad l = stage_load(c.chunks[s], c, sys.pp_overlap, static_cast<int>(s));
+    const StageLoad l = stage_load(c.chunks[s], c, pp_overlap, static_cast<int>(s));
     if (l.total_s() > worst.total_s()) worst = l;
   }
-  const double pace_s = worst.total_s();
+  return worst;
+}
 
-  // Fill and drain: (p-1) chunk passes of forward+backward, divided by v when interleaved,
-  // plus one boundary transfer per hop even when transfers overlap compute.
-  const double bubble_s = c.pp > 1 ? (c.pp - 1) * pace_s / c.vpp : 0.0;
-  const double fill_transfer_s = c.pp > 1 ? 2.0 * (c.pp - 1) * c.p2p_time_s : 0.0;
-
-  // Data parallelism. Without overlap the gradient reduction follows the last backward and
-  // the parameter all-gather follows the optimizer (ZeRO >= 1). With MegaScale's overlap
-  // each chunk's collectives hide behind other chunks' compute; only the reduce-scatter of the
-  // chunk whose backward comes last and, unless prefetched under data loading, the all-gather
-  // of the chunk whose forward comes first stay exposed: chunk 0 both times, about 1/v of the
-  // bytes each (MegaScale §3.2: "a factor of 1/(2*vpp_size)"), more on the embedding's stage.
-  const double pipeline_busy_s = m * worst.compute_s;
-  // Chunk 0's share of its stage's DP bytes, the largest over stages: its backward ends the
-  // step (its reduce-scatter is the exposed one) and its forward starts it (the first gather).
-  double first_chunk_share = 0;
-  const ChunkCosts* first_chunk = &c.chunks.front().front();
+// Chunk 0 with the largest share of its stage's DP bytes over stages: its backward ends the
+// step (its reduce-scatter is the exposed one) and its forward starts it (the first gather).
+struct FirstChunk {
+  const ChunkCosts* chunk;
+  double share;
+};
+FirstChunk first_chunk_of_step(const StepCosts& c) {
+  FirstChunk f{&c.chunks.front().front(), 0.0};
   for (std::size_t s = 0; s < c.chunks.size(); ++s) {
     const double share = c.dp_share(static_cast<int>(s), 0);
-    if (share > first_chunk_share) {
-      first_chunk_share = share;
-      first_chunk = &c.chunks[s].front();
-    }
+    if (share > f.share) f = {&c.chunks[s].front(), share};
   }
+  return f;
+}
+
+// DP communication left exposed and hidden behind compute over the step.
+struct DpTime {
+  double exposed_s = 0;
+  double hidden_s = 0;
+};
+
+// Data parallelism. Without overlap the gradient reduction follows the last backward and
+// the parameter all-gather follows the optimizer (ZeRO >= 1). With MegaScale's overlap
+// each chunk's collectives hide behind other chunks' compute; only the reduce-scatter of the
+// chunk whose backward comes last and, unless prefetched under data loading, the all-gather
+// of the chunk whose forward comes first stay exposed: chunk 0 both times, about 1/v of the
+// bytes each (MegaScale §3.2: "a factor of 1/(2*vpp_size)"), more on the embedding's stage.
+DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
+  const auto& sys = job.system;
+  const double m = static_cast<double>(c.micro_batches);
+  const FirstChunk first = first_chunk_of_step(c);
   // Gradients reduced every micro-batch: m reductions a step, each after its chunk's backward
   // on the DP stream; all but the last hide behind the compute that follows the first
   // backward while the stream keeps up.
@@ -107,8 +111,8 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   const double earlier_reductions_s = reductions_s - c.dp_reduce_time_s;
   const double after_warmup_busy_s = std::max(0.0, pipeline_busy_s - warmup_forward_s(c));
   const double reductions_left_s = std::max(0.0, earlier_reductions_s - after_warmup_busy_s);
-  double dp_exposed_s = reductions_s + c.dp_gather_time_s;
-  double dp_hidden_s = 0;
+  DpTime t{reductions_s + c.dp_gather_time_s, 0.0};
+  const int n = first.chunk->dp_buckets;
   if (job.parallel.zero_stage == 3 && c.dp > 1) {
     // ZeRO-3 / FSDP re-gathers every chunk's parameters before each forward and backward
     // pass of every micro-batch (2m full gathers per step), prefetched ahead of the pass: the
@@ -118,34 +122,49 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
     const double gathers_s = 2.0 * m * one_gather_s;
     // With gradient buckets the first gather exposes one bucket and the reduce-scatter runs
     // beside the chunk's last backward.
-    const int n = first_chunk->dp_buckets;
-    dp_exposed_s = std::max({0.0, gathers_s + earlier_reductions_s - pipeline_busy_s, reductions_left_s}) +
-                   one_gather_s * first_chunk_share / n +
-                   bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n);
-    dp_hidden_s = gathers_s + reductions_s - dp_exposed_s;
+    t.exposed_s = std::max({0.0, gathers_s + earlier_reductions_s - pipeline_busy_s, reductions_left_s}) +
+                  one_gather_s * first.share / n +
+                  bucketed_exposed_s(c.dp_reduce_time_s * first.share, first.chunk->bwd_s(), n);
+    t.hidden_s = gathers_s + reductions_s - t.exposed_s;
   } else if ((sys.dp_overlap || every_mb) && c.dp > 1) {
     // Reductions overlapped with the backward (by chunk or bucket, and every micro-batch when
     // so reduced): what the stream cannot hide, then the last one's tail. The parameters are
     // gathered once a step: overlapped before each chunk's first forward with dp_overlap
     // (nothing exposed when prefetched), after the optimizer otherwise.
-    const int n = first_chunk->dp_buckets;
     const double gather_exposed_s =
         !sys.dp_overlap ? c.dp_gather_time_s
         : sys.dp_prefetch_first_all_gather
             ? 0.0
-            : bucketed_exposed_s(c.dp_gather_time_s * first_chunk_share, first_chunk->fwd_s(), n);
-    dp_exposed_s = reductions_left_s +
-                   bucketed_exposed_s(c.dp_reduce_time_s * first_chunk_share, first_chunk->bwd_s(), n) +
-                   gather_exposed_s;
-    dp_hidden_s = reductions_s + c.dp_gather_time_s - dp_exposed_s;
+            : bucketed_exposed_s(c.dp_gather_time_s * first.share, first.chunk->fwd_s(), n);
+    t.exposed_s = reductions_left_s +
+                  bucketed_exposed_s(c.dp_reduce_time_s * first.share, first.chunk->bwd_s(), n) +
+                  gather_exposed_s;
+    t.hidden_s = reductions_s + c.dp_gather_time_s - t.exposed_s;
   }
+  return t;
+}
+
+}  // namespace
+
+StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
+  const double m = static_cast<double>(c.micro_batches);
+  const StageLoad worst = slowest_stage(c, job.system.pp_overlap);
+  const double pace_s = worst.total_s();
+
+  // Fill and drain: (p-1) chunk passes of forward+backward, divided by v when interleaved,
+  // plus one boundary transfer per hop even when transfers overlap compute.
+  const double bubble_s = c.pp > 1 ? (c.pp - 1) * pace_s / c.vpp : 0.0;
+  const double fill_transfer_s = c.pp > 1 ? 2.0 * (c.pp - 1) * c.p2p_time_s : 0.0;
+
+  const double pipeline_busy_s = m * worst.compute_s;
+  const DpTime dp = dp_time(job, c, pipeline_busy_s);
   // Hidden communication is not free: its kernels take SMs from compute, which runs 1 + s times
   // slower while they do; a pass whose kernels are a share f of its time stretches by 1 + s*f.
   // Over t seconds of overlap the pass gets t / (1 + s*f) seconds of work done, so the step
   // grows by t * s*f / (1 + s*f): the event engine's stretch, in closed form.
   const double pass_s = worst.compute_s + worst.tp_s + worst.cp_s + worst.launch_s;
   const double slow = pass_s > 0 ? c.dp_overlap_compute_slowdown * worst.compute_s / pass_s : 0.0;
-  const double contention_s = slow / (1.0 + slow) * std::min(dp_hidden_s, pipeline_busy_s);
+  const double contention_s = slow / (1.0 + slow) * std::min(dp.hidden_s, pipeline_busy_s);
 
   const double straggler_s = c.straggler_slowdown * (m * pace_s + bubble_s);
 
@@ -156,7 +175,7 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   b.exposed_tp_comm_s = m * worst.tp_s;
   b.exposed_cp_comm_s = m * worst.cp_s;
   b.exposed_pp_comm_s = m * worst.pp_s + fill_transfer_s;
-  b.exposed_dp_comm_s = dp_exposed_s + contention_s + c.gc_skew_s;
+  b.exposed_dp_comm_s = dp.exposed_s + contention_s + c.gc_skew_s;
   b.pipeline_bubble_s = bubble_s;
   b.optimizer_s = c.optimizer_s;
   b.data_loading_s = c.data_loading_s;

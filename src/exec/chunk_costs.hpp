@@ -1,0 +1,32 @@
+#pragma once
+// The stage-layout pass: one layer's (and the embedding's and LM head's) pass times spread
+// over the pipeline stages and model chunks, each chunk with its compute, exposed TP/CP time,
+// parameter bytes and DP buckets.
+#include <vector>
+
+#include "cost_context.hpp"
+#include "megasim/exec/step_costs.hpp"
+#include "tp_overlap.hpp"
+
+namespace megasim {
+
+// One micro-batch's pass times of the pieces a chunk is made of.
+struct LayerPasses {
+  PassTimes layer_fwd, layer_bwd;  // one transformer layer; backward includes the recompute
+  PassTimes embedding_fwd, embedding_bwd;
+  PassTimes head_fwd, head_bwd;  // LM head and loss
+};
+LayerPasses time_layer_passes(const Context& c);
+
+// The critical-path times of a forward and a backward pass (compute, exposed TP after overlap,
+// exposed CP) as a chunk records them; layout fields are left to the caller.
+ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov);
+
+// [stage][chunk] costs of the job's pipeline layout.
+std::vector<std::vector<ChunkCosts>> stage_chunk_costs(const Context& c, const LayerPasses& passes,
+                                                       const TpOverlapConfig& ov);
+
+// 16-bit weights, as ZeRO all-gathers them.
+inline constexpr double kWeightBytesPerParam = 2.0;
+
+}  // namespace megasim

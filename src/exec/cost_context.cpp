@@ -1,0 +1,71 @@
+#include "cost_context.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "megasim/config/catalog.hpp"
+#include "megasim/exec/step_costs.hpp"
+#include "megasim/hw/kernel_time.hpp"
+
+namespace megasim {
+
+namespace {
+
+CollOp comm_op_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::TpAllGather: return CollOp::AllGather;
+    case OpKind::TpReduceScatter: return CollOp::ReduceScatter;
+    case OpKind::TpAllReduce: return CollOp::AllReduce;
+    default: return CollOp::SendRecv;
+  }
+}
+
+// The hardware profile of the job's GPU (catalog hw/<cluster.gpu.profile>).
+HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
+  return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
+                               "cluster.gpu.profile");
+}
+
+}  // namespace
+
+CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per_node) {
+  CollGroupShape g;
+  g.ranks = static_cast<int>(ranks);
+  const std::int64_t per_node =
+      stride >= gpus_per_node ? 1 : std::min<std::int64_t>(ranks, gpus_per_node / stride);
+  // A group that does not fill whole nodes (e.g. 2,564 ranks, 8 per node) is ragged; the
+  // NCCL shape model wants equal counts, so use the largest count that tiles the group.
+  g.ranks_per_node = static_cast<int>(std::max<std::int64_t>(1, std::gcd(ranks, std::max<std::int64_t>(1, per_node))));
+  g.nodes = static_cast<int>((ranks + g.ranks_per_node - 1) / g.ranks_per_node);
+  g.same_rail = g.ranks_per_node == 1;
+  return g;
+}
+
+Context make_context(const JobSpec& job, const StepCostData& data) {
+  const int gpn = job.cluster.gpus_per_node;
+  return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, gpn),
+                 group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, gpn),
+                 overlap_compute_slowdown(data.hw) - 1.0};
+}
+
+double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
+  if (op.kind == OpKind::CpExchange) {
+    if (c.cp_group.ranks <= 1) return 0.0;
+    return collective_time_s(CollOp::SendRecv, bytes,
+                             group_shape(2, c.job.parallel.tensor_model_parallel_size, c.job.cluster.gpus_per_node),
+                             c.job.cluster, c.nccl);
+  }
+  if (c.tp_group.ranks <= 1) return 0.0;
+  return collective_time_s(comm_op_of(op.kind), bytes, c.tp_group, c.job.cluster, c.nccl);
+}
+
+std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {
+  return std::make_shared<const StepCostData>(StepCostData{
+      load_job_hardware_profile(job, catalog), load_default_nccl_model(catalog.root()),
+      load_host_overheads(catalog)});
+}
+
+BufferSizes buffer_sizes(const StepCostData& data) { return data.hw.buffers; }
+
+}  // namespace megasim

@@ -1,0 +1,39 @@
+#pragma once
+// What every step-cost pass reads: the catalog data loaded once per GPU type (StepCostData)
+// and, per job, the communicator shapes of its TP and CP groups (Context).
+#include <cstdint>
+
+#include "host_overheads.hpp"
+#include "megasim/coll/cost_model.hpp"
+#include "megasim/coll/nccl_model.hpp"
+#include "megasim/config/specs.hpp"
+#include "megasim/hw/hardware_profile.hpp"
+#include "megasim/model/layer_ops.hpp"
+
+namespace megasim {
+
+// Declared in megasim/exec/step_costs.hpp; immutable once loaded.
+struct StepCostData {
+  HardwareProfile hw;
+  NcclModel nccl;
+  HostOverheads host;
+};
+
+// The shape of the communicator formed by `ranks` GPUs placed `stride` GPUs apart.
+CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per_node);
+
+struct Context {
+  const JobSpec& job;
+  const HardwareProfile& hw;
+  const NcclModel& nccl;
+  CollGroupShape tp_group;
+  CollGroupShape cp_group;
+  double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
+};
+
+Context make_context(const JobSpec& job, const StepCostData& data);
+
+// Serial time of one TP or CP collective of the layer (0 when its group has one rank).
+double comm_op_time_s(const Context& c, const LayerOp& op, double bytes);
+
+}  // namespace megasim

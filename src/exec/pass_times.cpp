@@ -1,0 +1,174 @@
+// The four TP-communication regimes a collective of a pass can run under, each a named function
+// below, and the pass loop that picks one per collective:
+//   Transformer Engine's userbuffers (tp_overlap, scope all-linears): each collective priced
+//     beside its own GEMMs by TE's method for it (bulk, ring exchange, pipelined reduce-scatter);
+//   Megatron's asynchronous backward collectives (tp_async_backward) off the overlap path;
+//   MegaScale's chunked overlap (tp_overlap, scope ffn): the overlap path's collectives run in
+//     token chunks, priced together with their GEMMs by apply_tp_overlap;
+//   serial: on the critical path.
+#include "pass_times.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "megasim/hw/kernel_time.hpp"
+
+namespace megasim {
+
+namespace {
+
+// Token chunks the TP-overlap path runs in (the FFN linears, or every linear with
+// tp_overlap_scope = all-linears): with TP overlap its GEMMs and their fused collectives are
+// split along the token dimension into `tp_overlap_chunks` pieces (MegaScale section 3.2).
+int overlap_chunks(const JobSpec& job) {
+  return job.system.tp_overlap ? std::max(1, job.system.tp_overlap_chunks) : 1;
+}
+
+// One GEMM run as `chunks` GEMMs over a slice of its m rows (the tokens) each; each piece pays
+// its own latency and tile quantisation.
+double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
+  LayerOp piece = op;
+  piece.gemm_m = (op.gemm_m + chunks - 1) / chunks;
+  return chunks * op_time_s(c.hw, c.job.cluster.gpu, c.job, piece);
+}
+
+// The time a compute op takes in the pass: overlap-path forward and dgrad GEMMs (m = tokens) run
+// in token chunks. Weight-gradient GEMMs reduce over the tokens (k = tokens): they stay whole,
+// since splitting the reduction would rewrite the whole weight gradient once per chunk.
+bool runs_chunked(const LayerOp& op, int chunks) {
+  return op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
+}
+double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
+  return runs_chunked(op, chunks) ? chunked_gemm_time_s(c, op, chunks) : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+}
+
+// The backward GEMMs a Megatron-async collective runs beside (see LayerOp::async_beside).
+double beside_gemm_s(const LayerOp& op, const std::map<std::string, double>& gemm_s) {
+  const char* suffix = op.kind == OpKind::TpAllGather ? "_dgrad" : "_wgrad";
+  double s = 0;
+  for (const auto& linear : op.async_beside) {
+    const auto it = gemm_s.find(linear + suffix);
+    if (it != gemm_s.end()) s += it->second;
+  }
+  return s;
+}
+
+// Transformer Engine's userbuffers (tp_overlap with tp_overlap_scope = all-linears) overlap each
+// collective its own way (TE's initialize_ub method table): the forward all-gathers and the
+// backward output-gradient all-gathers by ring exchange with the GEMM that consumes them (the GEMM
+// starts on the local shard while the next shard arrives, so nothing is exposed beyond what
+// outlasts the remaining GEMM chunks); the forward reduce-scatters pipelined behind the GEMM that
+// produces them (the last chunk's reduction is exposed); the wgrad input all-gather and the
+// dgrad reduce-scatter in bulk beside the dgrad and wgrad GEMMs (Megatron's async pair).
+bool te_userbuffers(const JobSpec& job) { return job.system.tp_overlap && job.system.tp_overlap_scope == "all-linears"; }
+
+// Forward and dgrad GEMMs an all-gather at ops[i] feeds: the next run of GEMMs, past any FP8
+// cast/transpose kernels, up to the first wgrad GEMM or non-GEMM op. op_s: each op's pass time.
+double gemms_after_s(const std::vector<LayerOp>& ops, const std::vector<double>& op_s, std::size_t i) {
+  double s = 0;
+  std::size_t j = i + 1;
+  while (j < ops.size() && ops[j].kind == OpKind::Elementwise) ++j;
+  for (; j < ops.size() && ops[j].kind == OpKind::Gemm && !ops[j].weight_gradient; ++j) s += op_s[j];
+  return s;
+}
+// GEMMs a reduce-scatter at ops[i] reduces the output of: the run of GEMMs right before it.
+double gemms_before_s(const std::vector<LayerOp>& ops, const std::vector<double>& op_s, std::size_t i) {
+  double s = 0;
+  for (std::size_t j = i; j > 0 && ops[j - 1].kind == OpKind::Gemm; --j) s += op_s[j - 1];
+  return s;
+}
+
+// What the pass loop knows while it reaches collective ops[i].
+struct PassState {
+  const std::vector<LayerOp>& ops;
+  const std::vector<double>& op_s;            // each compute op's pass time
+  const std::map<std::string, double>& gemm_s;  // GEMM times by name, for collectives beside them
+  int chunks;
+};
+
+// Regime 1: Transformer Engine's userbuffers, each collective priced beside its own GEMMs.
+void te_userbuffers_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
+  const LayerOp& op = p.ops[i];
+  double s = 0, exposed = 0;
+  if (!op.async_beside.empty()) {
+    s = comm_op_time_s(c, op, op.comm_bytes);
+    exposed = beside_exposed_s(s, beside_gemm_s(op, p.gemm_s), c.overlap_slowdown);
+  } else if (op.kind == OpKind::TpAllGather) {
+    s = p.chunks * comm_op_time_s(c, op, op.comm_bytes / p.chunks);
+    exposed = ring_exchange_exposed_s(s, gemms_after_s(p.ops, p.op_s, i), p.chunks, c.overlap_slowdown);
+  } else {
+    s = p.chunks * comm_op_time_s(c, op, op.comm_bytes / p.chunks);
+    exposed = pipelined_reduce_scatter_exposed_s(s, gemms_before_s(p.ops, p.op_s, i), p.chunks, c.overlap_slowdown);
+  }
+  t.async_comm_s += s;
+  t.async_exposed_s += exposed;
+}
+
+// Regime 2: Megatron's asynchronous backward collective beside its linear's other GEMM.
+void megatron_async_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
+  const LayerOp& op = p.ops[i];
+  const double s = comm_op_time_s(c, op, op.comm_bytes);
+  t.async_comm_s += s;
+  t.async_exposed_s += beside_exposed_s(s, beside_gemm_s(op, p.gemm_s), c.overlap_slowdown);
+}
+
+// Regimes 3 and 4: a fused collective of MegaScale's chunked overlap runs once per GEMM chunk on
+// 1/chunks of the bytes (each piece pays the collective's latency and runs at the lower
+// bandwidth of its smaller message; apply_tp_overlap prices what hides); any other is serial.
+void chunked_or_serial_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
+  const LayerOp& op = p.ops[i];
+  const int pieces = op.tp_overlap_path ? p.chunks : 1;
+  const double s = pieces * comm_op_time_s(c, op, op.comm_bytes / pieces);
+  (op.tp_overlap_path ? t.overlap_comm_s : t.other_comm_s) += s;
+}
+
+void time_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
+  const LayerOp& op = p.ops[i];
+  if (op.kind == OpKind::CpExchange) {
+    t.cp_comm_s += comm_op_time_s(c, op, op.comm_bytes);
+    return;
+  }
+  if (c.tp_group.ranks <= 1) return;
+  if (te_userbuffers(c.job) && op.tp_overlap_path) return te_userbuffers_collective(c, p, i, t);
+  // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
+  // collectives off that path run beside their linear's other GEMM.
+  const bool chunk_overlapped = c.job.system.tp_overlap && op.tp_overlap_path;
+  if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
+    return megatron_async_collective(c, p, i, t);
+  }
+  chunked_or_serial_collective(c, p, i, t);
+}
+
+}  // namespace
+
+PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
+  PassTimes t;
+  const int chunks = overlap_chunks(c.job);
+  const bool gemms_by_name = c.job.system.tp_async_backward || te_userbuffers(c.job);
+  // Each compute op's time in the pass, once: the loop sums them and Transformer Engine's
+  // collectives look up the GEMMs next to them.
+  std::vector<double> op_s(ops.size(), 0.0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!is_communication(ops[i].kind)) op_s[i] = compute_op_time_s(c, ops[i], chunks);
+  }
+  std::map<std::string, double> gemm_s;  // filled in pass order: a collective sees the GEMMs before it
+  const PassState state{ops, op_s, gemm_s, chunks};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const LayerOp& op = ops[i];
+    if (is_communication(op.kind)) {
+      time_collective(c, state, i, t);
+      continue;
+    }
+    t.compute_s += op_s[i];
+    t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
+    if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
+    if (op.kind == OpKind::Gemm && gemms_by_name) gemm_s[op.name] = op_s[i];
+  }
+  // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
+  // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).
+  t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
+  return t;
+}
+
+}  // namespace megasim
