@@ -11,7 +11,8 @@ namespace {
 TEST(Catalog, ListsRequiredGpusSorted) {
   const auto names = test::catalog().names("gpus");
   const std::vector<std::string> want{"a100-sxm4-40gb", "a100-sxm4-80gb", "a800-sxm4-80gb", "b200-sxm-180gb",
-                                      "h100-sxm5-80gb", "h200-sxm-141gb", "h800-sxm5-80gb"};
+                                      "b300-sxm-288gb", "gb200-186gb",    "gb300-288gb",    "h100-sxm5-80gb",
+                                      "h200-sxm-141gb", "h800-sxm5-80gb"};
   EXPECT_EQ(names, want);
 }
 
@@ -68,7 +69,8 @@ TEST(Catalog, EveryFigureHasASource) {
     }
   }
   const std::vector<std::string> figures{"nic_bandwidth", "switch_radix", "link_latency", "nic_latency"};
-  for (const auto& c : {"megascale-a100-clos", "dgx-a100-hdr-clos", "dgx-h100-ndr-clos"}) {
+  for (const auto& c : {"megascale-a100-clos", "dgx-a100-hdr-clos", "dgx-h100-ndr-clos", "dgx-b200-ndr-clos",
+                        "dgx-b300-xdr-clos"}) {
     const auto net = cat.entry("clusters", c, c).at("network");
     for (const auto& k : figures) EXPECT_TRUE(sourced(net.at(k))) << c << ".network." << k;
   }
