@@ -9,8 +9,6 @@
 #include "pass_times.hpp"
 
 #include <algorithm>
-#include <map>
-#include <string>
 
 #include "megasim/hw/kernel_time.hpp"
 
@@ -30,7 +28,7 @@ int overlap_chunks(const JobSpec& job) {
 double chunked_gemm_time_s(const Context& c, const LayerOp& op, int chunks) {
   LayerOp piece = op;
   piece.gemm_m = (op.gemm_m + chunks - 1) / chunks;
-  return chunks * op_time_s(c.hw, c.job.cluster.gpu, c.job, piece);
+  return chunks * op_time_s(c.hw, c.job.cluster.gpu, piece);
 }
 
 // The time a compute op takes in the pass: overlap-path forward and dgrad GEMMs (m = tokens) run
@@ -40,17 +38,13 @@ bool runs_chunked(const LayerOp& op, int chunks) {
   return op.kind == OpKind::Gemm && op.tp_overlap_path && chunks > 1 && !op.weight_gradient;
 }
 double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
-  return runs_chunked(op, chunks) ? chunked_gemm_time_s(c, op, chunks) : op_time_s(c.hw, c.job.cluster.gpu, c.job, op);
+  return runs_chunked(op, chunks) ? chunked_gemm_time_s(c, op, chunks) : op_time_s(c.hw, c.job.cluster.gpu, op);
 }
 
-// The backward GEMMs a Megatron-async collective runs beside (see LayerOp::async_beside).
-double beside_gemm_s(const LayerOp& op, const std::map<std::string, double>& gemm_s) {
-  const char* suffix = op.kind == OpKind::TpAllGather ? "_dgrad" : "_wgrad";
+// The backward GEMMs a collective runs beside (LayerOp::beside_gemms), their pass times summed.
+double beside_gemm_s(const LayerOp& op, const std::vector<double>& op_s) {
   double s = 0;
-  for (const auto& linear : op.async_beside) {
-    const auto it = gemm_s.find(linear + suffix);
-    if (it != gemm_s.end()) s += it->second;
-  }
+  for (const std::size_t i : op.beside_gemms) s += op_s[i];
   return s;
 }
 
@@ -82,8 +76,7 @@ double gemms_before_s(const std::vector<LayerOp>& ops, const std::vector<double>
 // What the pass loop knows while it reaches collective ops[i].
 struct PassState {
   const std::vector<LayerOp>& ops;
-  const std::vector<double>& op_s;            // each compute op's pass time
-  const std::map<std::string, double>& gemm_s;  // GEMM times by name, for collectives beside them
+  const std::vector<double>& op_s;  // each compute op's pass time
   int chunks;
 };
 
@@ -91,9 +84,9 @@ struct PassState {
 void te_userbuffers_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
   const LayerOp& op = p.ops[i];
   double s = 0, exposed = 0;
-  if (!op.async_beside.empty()) {
+  if (!op.beside_gemms.empty()) {
     s = comm_op_time_s(c, op, op.comm_bytes);
-    exposed = beside_exposed_s(s, beside_gemm_s(op, p.gemm_s), c.overlap_slowdown);
+    exposed = beside_exposed_s(s, beside_gemm_s(op, p.op_s), c.overlap_slowdown);
   } else if (op.kind == OpKind::TpAllGather) {
     s = p.chunks * comm_op_time_s(c, op, op.comm_bytes / p.chunks);
     exposed = ring_exchange_exposed_s(s, gemms_after_s(p.ops, p.op_s, i), p.chunks, c.overlap_slowdown);
@@ -110,7 +103,7 @@ void megatron_async_collective(const Context& c, const PassState& p, std::size_t
   const LayerOp& op = p.ops[i];
   const double s = comm_op_time_s(c, op, op.comm_bytes);
   t.async_comm_s += s;
-  t.async_exposed_s += beside_exposed_s(s, beside_gemm_s(op, p.gemm_s), c.overlap_slowdown);
+  t.async_exposed_s += beside_exposed_s(s, beside_gemm_s(op, p.op_s), c.overlap_slowdown);
 }
 
 // Regimes 3 and 4: a fused collective of MegaScale's chunked overlap runs once per GEMM chunk on
@@ -134,7 +127,7 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
   // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
   // collectives off that path run beside their linear's other GEMM.
   const bool chunk_overlapped = c.job.system.tp_overlap && op.tp_overlap_path;
-  if (c.job.system.tp_async_backward && !op.async_beside.empty() && !chunk_overlapped) {
+  if (c.job.system.tp_async_backward && !op.beside_gemms.empty() && !chunk_overlapped) {
     return megatron_async_collective(c, p, i, t);
   }
   chunked_or_serial_collective(c, p, i, t);
@@ -145,15 +138,13 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   PassTimes t;
   const int chunks = overlap_chunks(c.job);
-  const bool gemms_by_name = c.job.system.tp_async_backward || te_userbuffers(c.job);
-  // Each compute op's time in the pass, once: the loop sums them and Transformer Engine's
-  // collectives look up the GEMMs next to them.
+  // Each compute op's time in the pass, once: the loop sums them and the collectives that run
+  // beside GEMMs read theirs by position.
   std::vector<double> op_s(ops.size(), 0.0);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!is_communication(ops[i].kind)) op_s[i] = compute_op_time_s(c, ops[i], chunks);
   }
-  std::map<std::string, double> gemm_s;  // filled in pass order: a collective sees the GEMMs before it
-  const PassState state{ops, op_s, gemm_s, chunks};
+  const PassState state{ops, op_s, chunks};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
@@ -163,7 +154,6 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     t.compute_s += op_s[i];
     t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
-    if (op.kind == OpKind::Gemm && gemms_by_name) gemm_s[op.name] = op_s[i];
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
   // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).

@@ -12,6 +12,7 @@
 #include "cost_context.hpp"
 #include "megasim/hw/kernel_time.hpp"
 #include "megasim/model/params.hpp"
+#include "optimizer_step.hpp"
 
 namespace megasim {
 
@@ -119,7 +120,7 @@ std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCo
   const auto add = [&](const char* pass, const std::vector<LayerOp>& ops) {
     for (const auto& op : ops) {
       const double s = is_communication(op.kind) ? comm_op_time_s(ctx, op, op.comm_bytes)
-                                                 : op_time_s(data.hw, job.cluster.gpu, job, op);
+                                                 : op_time_s(data.hw, job.cluster.gpu, op);
       rows.push_back(LayerKernelTime{pass, op, s});
     }
   };

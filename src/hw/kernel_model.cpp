@@ -12,14 +12,6 @@ double dd(std::int64_t v) { return static_cast<double>(v); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-AttentionKernel parse_attention_kernel(const std::string& name, const std::string& path) {
-  if (name == "unfused") return AttentionKernel::Unfused;
-  if (name == "flash-v1") return AttentionKernel::FlashV1;
-  if (name == "flash-v2") return AttentionKernel::FlashV2;
-  if (name == "cudnn-fused") return AttentionKernel::CudnnFused;
-  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\", \"cudnn-fused\"");
-}
-
 double peak_flops(const GpuSpec& gpu, Precision p) {
   if (p == Precision::Fp8 && gpu.peak_fp8_flops > 0) return gpu.peak_fp8_flops;
   return gpu.peak_bf16_flops;

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 
+#include "megasim/core/error.hpp"
 #include "megasim/model/params.hpp"
 
 namespace megasim {
@@ -34,6 +35,14 @@ namespace megasim {
 bool is_communication(OpKind k) {
   return k == OpKind::TpAllGather || k == OpKind::TpReduceScatter || k == OpKind::TpAllReduce ||
          k == OpKind::CpExchange;
+}
+
+AttentionKernel parse_attention_kernel(const std::string& name, const std::string& path) {
+  if (name == "unfused") return AttentionKernel::Unfused;
+  if (name == "flash-v1") return AttentionKernel::FlashV1;
+  if (name == "flash-v2") return AttentionKernel::FlashV2;
+  if (name == "cudnn-fused") return AttentionKernel::CudnnFused;
+  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\", \"cudnn-fused\"");
 }
 
 const char* to_string(OpKind k) {
@@ -65,6 +74,8 @@ struct Dims {
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
   bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
+  double main_grad_bytes;          // per element of the main-grad buffer wgrad GEMMs accumulate into
+  AttentionKernel attention_kernel;
 };
 
 Dims dims(const JobSpec& job) {
@@ -90,6 +101,8 @@ Dims dims(const JobSpec& job) {
                             : job.training.seq_length;
   x.vocab_local = padded_vocab_size(m, static_cast<int>(x.t)) / x.t;
   x.e = activation_bytes_per_element(job.training.precision);
+  x.main_grad_bytes = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  x.attention_kernel = parse_attention_kernel(job.system.attention_kernel, "system.attention_kernel");
   x.sp = job.parallel.sequence_parallel && x.t > 1;
   x.fused = job.system.fused_kernels;
   x.ptb = m.use_parallel_residual;
@@ -204,7 +217,8 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   LayerOp op;
   op.name = backward ? "attention_core_bwd" : "attention_core";
   op.kind = OpKind::Attention;
-  op.attn = AttentionShape{x.b, x.a_local, x.s_local, x.span, x.hd, true, backward, x.attention_dropout};
+  op.attn = AttentionShape{x.b, x.a_local, x.s_local, x.span, x.hd, true, backward, x.attention_dropout,
+                           x.attention_kernel};
   // Executed FLOPs: QK^T and PV over the causal (halved) span; backward does 2.5x forward.
   const double fwd = 4.0 * dd(x.b) * dd(x.a_local) * dd(x.s_local) * dd(x.span) * dd(x.hd) / 2.0;
   op.flops = backward ? 2.5 * fwd : fwd;
@@ -307,20 +321,25 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
 namespace {
 
 // dgrad: dX[T,k] = dY[T,n] W^T ; wgrad: dW[k,n] = X^T[k,T] dY[T,n].
-void add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                  std::int64_t k, bool overlap, bool fp8) {
+// Returns the dgrad GEMM's position in `ops`; its wgrad GEMM follows it directly.
+std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                         std::int64_t k, bool overlap, bool fp8) {
+  const std::size_t dgrad = ops.size();
   ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, overlap));
   ops.back().fp8 = fp8;
   ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, overlap));
   ops.back().fp8 = fp8;
   ops.back().weight_gradient = true;
+  ops.back().main_grad_bytes = x.main_grad_bytes;
+  return dgrad;
 }
 // A layer linear's backward (FP8 under fp8 training): its output gradient (n features) is cast
 // and transposed first, unless the activation backward already wrote the FP8 copies.
-void add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                    std::int64_t k, bool overlap, bool grad_cast_fused = false) {
+// Returns the dgrad GEMM's position (add_gemm_bwd).
+std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                           std::int64_t k, bool overlap, bool grad_cast_fused = false) {
   if (!grad_cast_fused) add_fp8_cast_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(n));
-  add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
+  return add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
 
 // Under fp8 with sequence parallelism a row-parallel linear's output gradient arrives as this
@@ -358,20 +377,23 @@ void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* na
 // with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
 // Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
 // all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
+// `dgrads`: the linears' dgrad GEMM positions (add_linear_bwd); each wgrad GEMM follows its dgrad.
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
-                      const std::vector<std::string>& linears, double input_elem_bytes) {
+                      const std::vector<std::size_t>& dgrads, double input_elem_bytes) {
   if (x.t <= 1) return;
+  std::vector<std::size_t> wgrads;
+  for (const std::size_t d : dgrads) wgrads.push_back(d + 1);
   if (x.sp) {
     ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
                        dd(x.tokens) * dd(x.h) * input_elem_bytes, overlap));
-    ops.back().async_beside = linears;
+    ops.back().beside_gemms = dgrads;
     ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
                        dd(x.tokens) * dd(x.h) * x.e, overlap));
-    ops.back().async_beside = linears;
+    ops.back().beside_gemms = wgrads;
   } else {
     ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce,
                        dd(x.tokens) * dd(x.h) * x.e, overlap));
-    ops.back().async_beside = linears;
+    ops.back().beside_gemms = wgrads;
   }
 }
 
@@ -396,9 +418,9 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_rope(ops, x, true);
     add_fp8_transpose(ops, x, "input_norm_output", norm_out);
-    add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
-    add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
-    add_col_bwd_comm(ops, x, "shared", ffn, {"fc1", "qkv"}, norm_out_bytes(x));
+    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+    const std::size_t qkv = add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+    add_col_bwd_comm(ops, x, "shared", ffn, {fc1, qkv}, norm_out_bytes(x));
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
@@ -408,8 +430,8 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
   ops.push_back(act_bwd(x));
   add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
-  add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
-  add_col_bwd_comm(ops, x, "mlp", ffn, {"fc1"}, norm_out_bytes(x));
+  const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+  add_col_bwd_comm(ops, x, "mlp", ffn, {fc1}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_grad_ag(ops, x, "tp_all_gather_grad_attn", "attn_proj", x.attn_overlap);
@@ -418,8 +440,8 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_rope(ops, x, true);
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);
-  add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
-  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {"qkv"}, norm_out_bytes(x));
+  const std::size_t qkv = add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }
@@ -479,8 +501,8 @@ std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
   std::vector<LayerOp> ops;
   const double logits = dd(x.tokens) * dd(x.vocab_local);
   ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
-  add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false, false);  // 16-bit even under fp8
-  add_col_bwd_comm(ops, x, "head", false, {"lm_head"}, x.e);
+  const std::size_t head = add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false, false);  // 16-bit even under fp8
+  add_col_bwd_comm(ops, x, "head", false, {head}, x.e);
   ops.push_back(norm_bwd(x, "final_norm_bwd"));
   return ops;
 }

@@ -9,6 +9,9 @@
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
+#include "exec/optimizer_step.hpp"
+#include "megasim/hw/hardware_profile.hpp"
+#include "model/test_jobs.hpp"
 
 namespace megasim {
 namespace {
@@ -276,6 +279,21 @@ TEST(StepCosts, ReducingEveryMicroBatchTradesDpTrafficForGradientMemory) {
   EXPECT_GT(every_d.breakdown.exposed_dp_comm_s, once_d.breakdown.exposed_dp_comm_s);
   EXPECT_NEAR(every_d.step_time_s / once_d.step_time_s, 1.0, 0.05);
   EXPECT_NEAR(every_a.step_time_s / every_d.step_time_s, 1.0, 0.05);
+}
+
+// The optimizer step is its own cost: 30 B/param over this rank's ZeRO-1 shard, memory-bound.
+TEST(OptimizerStep, AdamIsMemoryBound) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const HardwareProfile hw = load_hardware_profile(catalog.entry("hw", "hopper", "hw"), "hw");
+  JobSpec j = testing::gpt175b_megascale();
+  j.parallel.zero_stage = 1;
+  const double params = parameters_per_gpu(j, 3) / 4;
+  // 30 B/param (fp32 master, m, v, grad read + master, m, v write + bf16 weight write).
+  const double expect = hw.memory_latency_s + hw.kernel_launch_overhead_s +
+                        params * 30.0 / (4.8e12 * hw.elementwise_bw_fraction);
+  EXPECT_NEAR(optimizer_step_time_s(j, hw, 3), expect, 1e-12);
+  j.training.optimizer = Optimizer::Lamb;
+  EXPECT_GT(optimizer_step_time_s(j, hw, 3), expect);
 }
 
 }  // namespace

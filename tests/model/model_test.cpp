@@ -239,21 +239,25 @@ TEST(LayerOps, AsyncBackwardCollectivesNameTheirColumnParallelLinears) {
       j.model.use_parallel_residual = ptb;
       const auto ops = layer_backward_ops(j);
       int async = 0;
-      for (const auto& op : ops) {
-        if (op.async_beside.empty()) continue;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const LayerOp& op = ops[i];
+        if (op.beside_gemms.empty()) continue;
         ++async;
+        const bool gather = op.kind == OpKind::TpAllGather;
         EXPECT_TRUE(op.kind == (sp ? (op.name.find("all_gather") != std::string::npos ? OpKind::TpAllGather
                                                                                        : OpKind::TpReduceScatter)
                                    : OpKind::TpAllReduce)) << op.name;
-        for (const auto& linear : op.async_beside) {
-          int found = 0;
-          for (const auto& g : ops) found += g.name == linear + "_dgrad" || g.name == linear + "_wgrad";
-          EXPECT_EQ(found, 2) << op.name << " beside " << linear;
+        // An all-gather runs beside the linears' dgrad GEMMs, a reduction beside their wgrads;
+        // both come earlier in the pass.
+        for (const std::size_t g : op.beside_gemms) {
+          ASSERT_LT(g, i) << op.name;
+          EXPECT_EQ(ops[g].kind, OpKind::Gemm) << op.name;
+          EXPECT_EQ(ops[g].weight_gradient, !gather) << op.name << " beside " << ops[g].name;
         }
       }
       // Column-parallel inputs per layer: one (PTB's shared input) or two (attention, MLP).
       EXPECT_EQ(async, (ptb ? 1 : 2) * (sp ? 2 : 1)) << "sp " << sp << " ptb " << ptb;
-      for (const auto& op : layer_forward_ops(j)) EXPECT_TRUE(op.async_beside.empty()) << op.name;
+      for (const auto& op : layer_forward_ops(j)) EXPECT_TRUE(op.beside_gemms.empty()) << op.name;
     }
   }
 }

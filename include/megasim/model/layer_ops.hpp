@@ -1,6 +1,7 @@
 #pragma once
 // The kernel sequence of one transformer layer for one micro-batch on one TP (and CP) rank.
 // Consumers: hw/ (kernel times), the analytic estimator and the event-engine workload builder.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ enum class OpKind {
 bool is_communication(OpKind k);
 const char* to_string(OpKind k);
 
+// The attention kernel a layer runs (system.attention_kernel, parsed once by the op builders).
+enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };
+// "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused"; InputError(json_path) otherwise.
+AttentionKernel parse_attention_kernel(const std::string& name, const std::string& json_path);
+
 struct AttentionShape {
   std::int64_t batch = 0;
   std::int64_t heads = 0;        // query heads on this rank (a / TP)
@@ -31,6 +37,7 @@ struct AttentionShape {
   bool causal = true;
   bool backward = false;
   bool dropout = true;           // attention-probability dropout runs (attention_dropout > 0)
+  AttentionKernel kernel = AttentionKernel::FlashV2;
 };
 
 struct LayerOp {
@@ -50,10 +57,14 @@ struct LayerOp {
   bool fp8 = false;
   bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
                                   // layer GEMM has the tokens as its rows (m)
+  // wgrad GEMMs: bytes per element of the main-grad buffer they accumulate into (4 with FP32
+  // gradient reduction, else 2; Megatron's gradient-accumulation fusion). 0 for every other op.
+  double main_grad_bytes = 0;
   // Backward collectives of a column-parallel linear that Megatron issues asynchronously: the
-  // linears (GEMM name prefixes) whose dgrad GEMMs (for an all-gather) or wgrad GEMMs (for a
-  // reduce-scatter / all-reduce) run beside it. Empty for every other op.
-  std::vector<std::string> async_beside;
+  // positions, in the same op list, of the GEMMs that run beside it (the linears' dgrad GEMMs
+  // for an all-gather, their wgrad GEMMs for a reduce-scatter / all-reduce); all come before it.
+  // Empty for every other op.
+  std::vector<std::size_t> beside_gemms;
 };
 
 // One layer, one micro-batch, this rank. Forward, backward (dgrad + wgrad per GEMM, reverse
