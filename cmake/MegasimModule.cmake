@@ -1,5 +1,7 @@
 # Shared compile settings for every megasim target.
 function(megasim_target_settings target)
+  target_compile_features(${target} PRIVATE cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wconversion -Wshadow
                                            -Wnon-virtual-dtor -Wold-style-cast)
   if(MEGASIM_WERROR)
@@ -12,16 +14,22 @@ function(megasim_target_settings target)
   endif()
 endfunction()
 
-# megasim_module(NAME SOURCES a.cpp b.cpp DEPS megasim_core ...)
-# Creates the static library megasim_NAME with public headers under include/.
+# megasim_module(NAME SOURCES a.cpp b.cpp DEPS megasim_core ... [PRIVATE_DEPS spdlog::spdlog ...])
+# Creates the static library megasim_NAME (alias megasim::NAME, installed and exported under
+# that name) with public headers under include/. DEPS are what its public headers need;
+# PRIVATE_DEPS only its sources (a static library still names them for the final link).
 function(megasim_module name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(megasim_${name} STATIC ${ARG_SOURCES})
+  add_library(megasim::${name} ALIAS megasim_${name})
+  set_target_properties(megasim_${name} PROPERTIES EXPORT_NAME ${name})
+  target_compile_features(megasim_${name} PUBLIC cxx_std_20)
   target_include_directories(megasim_${name}
-    PUBLIC ${PROJECT_SOURCE_DIR}/include
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(megasim_${name} PUBLIC ${ARG_DEPS})
+  target_link_libraries(megasim_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   megasim_target_settings(megasim_${name})
+  set_property(GLOBAL APPEND PROPERTY MEGASIM_LIBRARY_TARGETS megasim_${name})
 endfunction()
 
 # megasim_test(NAME SOURCES t1.cpp ... DEPS megasim_x ...)

@@ -62,7 +62,7 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
     const StepReport report = simulate_step(job, catalog, opts);
     if (args->json) {
-      ctx.out << to_json(report).dump(2) << "\n";
+      ctx.out << step_report_to_json(report).dump(2) << "\n";
     } else {
       print_text_report(report, ctx.out);
     }

@@ -22,15 +22,6 @@ namespace megasim {
 
 namespace {
 
-// CONFIG may be a file path or the name of a bundled job (configs/<name>.json).
-std::filesystem::path resolve_config(const std::string& config, const Catalog& catalog) {
-  std::filesystem::path p(config);
-  if (std::filesystem::exists(p)) return p;
-  const auto bundled = catalog.root() / (config + ".json");
-  if (config.find('/') == std::string::npos && std::filesystem::exists(bundled)) return bundled;
-  throw InputError("CONFIG", "cannot read \"" + config + "\": no such file or bundled job");
-}
-
 void configure_logging(std::ostream& err, const std::string& level) {
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err, /*force_flush=*/true);
   auto logger = std::make_shared<spdlog::logger>("megasim", sink);
@@ -66,7 +57,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto loader = [&ctx](WrittenPlan plan) {
     return [&ctx, plan](const std::string& config, const std::vector<std::string>& sets) {
       const Catalog catalog = Catalog::open(ctx.catalog_dir);
-      return load_job(resolve_config(config, catalog), sets, catalog, plan);
+      return load_job(resolve_job_config(config, catalog), sets, catalog, plan);
     };
   };
   ctx.load_job = loader(WrittenPlan::Checked);

@@ -97,11 +97,13 @@ std::filesystem::path default_catalog_dir(const char* argv0) {
     std::error_code ec;
     const auto exe_dir = std::filesystem::weakly_canonical(argv0, ec).parent_path();
     if (!ec) {
-      for (const auto& candidate : {exe_dir / ".." / "configs", exe_dir / "configs"}) {
+      for (const auto& candidate : {exe_dir / ".." / "share" / "megasim" / "configs", exe_dir / ".." / "configs",
+                                    exe_dir / "configs"}) {
         if (dir_exists(candidate / "gpus")) return candidate.lexically_normal();
       }
     }
   }
+  if (dir_exists(std::filesystem::path(MEGASIM_INSTALLED_CATALOG_DIR) / "gpus")) return MEGASIM_INSTALLED_CATALOG_DIR;
   return MEGASIM_DEFAULT_CATALOG_DIR;
 }
 

@@ -114,6 +114,14 @@ void apply_override(nlohmann::json& config, std::string_view assignment, const C
   (*cur)[keys.back()] = std::move(value);
 }
 
+std::filesystem::path resolve_job_config(const std::string& config, const Catalog& catalog) {
+  std::filesystem::path p(config);
+  if (std::filesystem::exists(p)) return p;
+  const auto bundled = catalog.root() / (config + ".json");
+  if (config.find('/') == std::string::npos && std::filesystem::exists(bundled)) return bundled;
+  throw InputError("CONFIG", "cannot read \"" + config + "\": no such file or bundled job");
+}
+
 JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                  const Catalog& catalog, WrittenPlan plan) {
   nlohmann::json config = read_json_file(file, "CONFIG");

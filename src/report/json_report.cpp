@@ -22,7 +22,7 @@ nlohmann::json breakdown_to_json(const StepBreakdown& b) {
                         {"other", b.other_s}};
 }
 
-nlohmann::json to_json(const StepReport& r) {
+nlohmann::json step_report_to_json(const StepReport& r) {
   nlohmann::json j;
   j["schema_version"] = kSchemaVersion;
   j["megasim_version"] = kVersion;

@@ -44,8 +44,11 @@ class Catalog {
   std::filesystem::path root_;
 };
 
-// Where the bundled configs live: $MEGASIM_CATALOG_DIR if set; else <exe dir>/../configs or
-// <exe dir>/configs when one exists (installed layouts); else the source tree's configs/.
+// Where the bundled configs live: $MEGASIM_CATALOG_DIR if set; else, next to the binary,
+// <exe dir>/../share/megasim/configs (an installed prefix), <exe dir>/../configs or
+// <exe dir>/configs when one exists; else the installed catalogs of the prefix megasim was
+// built for (<prefix>/share/megasim/configs) when installed; else the source tree's configs/.
+// argv0 may be null (a library caller): then the binary's neighbourhood is not searched.
 std::filesystem::path default_catalog_dir(const char* argv0);
 
 }  // namespace megasim

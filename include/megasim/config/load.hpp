@@ -52,6 +52,10 @@ enum class WrittenPlan { Checked, Replaced };
 JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const std::filesystem::path& base_dir,
                   WrittenPlan plan = WrittenPlan::Checked);
 
+// CONFIG as the CLI and the user API take it: an existing file, else the name of a bundled job
+// (<catalog>/<name>.json); InputError("CONFIG") when it is neither.
+std::filesystem::path resolve_job_config(const std::string& config, const Catalog& catalog);
+
 // read_json_file + apply_override (in order) + parse_job. The job name defaults to the file stem.
 JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                  const Catalog& catalog, WrittenPlan plan = WrittenPlan::Checked);

@@ -8,7 +8,8 @@
 
 namespace megasim {
 
-nlohmann::json to_json(const StepReport& report);
+// The A3 object `megasim simulate --json` prints (megasim::to_json in megasim.hpp is its text).
+nlohmann::json step_report_to_json(const StepReport& report);
 // The A3 "breakdown_s" object (also used by the planner's and sweep's outputs).
 nlohmann::json breakdown_to_json(const StepBreakdown& breakdown);
 void print_text_report(const StepReport& report, std::ostream& out);
