@@ -26,5 +26,9 @@ fi
 
 BUILD_DIR=${1:-build}
 shift || true
+# ccache keys on the compile command: with the checkout's own path rewritten to relative ones
+# (base_dir) and the working directory left out of the hash (RelWithDebInfo passes -g), a fresh
+# clone elsewhere (CI's) reuses the objects an earlier build of the same sources left.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
 cmake --build "$BUILD_DIR" -j"$(nproc)" >&2
