@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "megasim/config/specs.hpp"
-#include "megasim/exec/step_costs.hpp"
+#include "megasim/workload/step_costs.hpp"
 #include "megasim/workload/schedule.hpp"
 
 namespace megasim {
