@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
 
 namespace megasim {
@@ -17,6 +18,7 @@ double num(const nlohmann::json& j, const std::string& path, const char* key, do
   const auto& f = j.at(key);
   if (!f.is_object() || !f.contains("value") || !f.contains("source"))
     throw InputError(p, "must be an object {\"value\": number, \"source\": string}");
+  require_known_keys(f, p, {"value", "source"});
   if (!f.at("source").is_string() || f.at("source").get<std::string>().empty())
     throw InputError(join_path(p, "source"), "must be a non-empty string");
   if (!f.at("value").is_number()) throw InputError(join_path(p, "value"), "must be a number");
@@ -38,6 +40,7 @@ const nlohmann::json& obj(const nlohmann::json& j, const std::string& path, cons
 AttentionParams attn(const nlohmann::json& j, const std::string& path, const char* key) {
   const auto& o = obj(j, path, key);
   const std::string p = join_path(path, key);
+  require_known_keys(o, p, {"max_efficiency", "seq_half", "head_dim_alpha", "dropout_efficiency"});
   return AttentionParams{num(o, p, "max_efficiency", 0.01, 1.0), num(o, p, "seq_half", 0, 1e6),
                          num(o, p, "head_dim_alpha", 0, 4), num(o, p, "dropout_efficiency", 0.01, 1.0)};
 }
@@ -55,10 +58,16 @@ void read_gemm_shape(const nlohmann::json& o, const std::string& p, GemmParams& 
 
 HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "hardware profile must be a JSON object");
+  // Every block is checked for keys this reader does not understand (a misspelt optional figure
+  // would otherwise be read as absent).
+  require_known_keys(j, path, {"name", "description", "gemm", "gemm_fp8", "attention", "memory", "launch",
+                               "overlap", "buffers"});
   HardwareProfile hw;
   hw.name = j.contains("name") && j.at("name").is_string() ? j.at("name").get<std::string>() : path;
   const auto& g = obj(j, path, "gemm");
   const std::string gp = join_path(path, "gemm");
+  require_known_keys(g, gp, {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "sm_count", "latency_s",
+                             "main_grad_exposed_fraction"});
   read_gemm_shape(g, gp, hw.gemm);
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
@@ -70,12 +79,18 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   if (j.contains("gemm_fp8")) {
     GemmParams g8 = hw.gemm;  // the GPU's SM count and kernel latency
     const auto& f = obj(j, path, "gemm_fp8");
+    require_known_keys(f, join_path(path, "gemm_fp8"),
+                       {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "main_grad_exposed_fraction"});
     read_gemm_shape(f, join_path(path, "gemm_fp8"), g8);
     g8.main_grad_exposed_fraction = main_grad(f, join_path(path, "gemm_fp8"));
     hw.gemm_fp8 = g8;
   }
   const auto& a = obj(j, path, "attention");
   const std::string ap = join_path(path, "attention");
+  require_known_keys(a, ap, {"flash_v2_forward", "flash_v2_backward", "flash_v1_forward", "flash_v1_backward",
+                             "cudnn_fused_forward", "cudnn_fused_backward", "unfused_memory_passes_forward",
+                             "unfused_memory_passes_backward", "unfused_dropout_passes_forward",
+                             "unfused_dropout_passes_backward", "unfused_pass_bw_fraction"});
   hw.flash_v2_fwd = attn(a, ap, "flash_v2_forward");
   hw.flash_v2_bwd = attn(a, ap, "flash_v2_backward");
   hw.flash_v1_fwd = attn(a, ap, "flash_v1_forward");
@@ -91,18 +106,23 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.unfused_pass_bw_fraction = num(a, ap, "unfused_pass_bw_fraction", 0.01, 1);
   const auto& m = obj(j, path, "memory");
   const std::string mp = join_path(path, "memory");
+  require_known_keys(m, mp, {"latency_s", "elementwise_bw_fraction", "norm_bw_fraction", "copy_bw_fraction"});
   hw.memory_latency_s = num(m, mp, "latency_s", 0, 1e-3);
   hw.elementwise_bw_fraction = num(m, mp, "elementwise_bw_fraction", 0.01, 1);
   hw.norm_bw_fraction = num(m, mp, "norm_bw_fraction", 0.01, 1);
   hw.copy_bw_fraction = num(m, mp, "copy_bw_fraction", 0.01, 1);
   const auto& l = obj(j, path, "launch");
   const std::string lp = join_path(path, "launch");
+  require_known_keys(l, lp, {"kernel_launch_overhead_s", "host_dispatch_s"});
+  require_known_keys(obj(j, path, "overlap"), join_path(path, "overlap"), {"nccl_channels"});
   hw.kernel_launch_overhead_s = num(l, lp, "kernel_launch_overhead_s", 0, 1e-3);
   hw.host_dispatch_s = num(l, lp, "host_dispatch_s", 0, 1e-3);
   hw.nccl_channels_sharing_sms =
       static_cast<int>(num(obj(j, path, "overlap"), join_path(path, "overlap"), "nccl_channels", 0, 256));
   const auto& b = obj(j, path, "buffers");
   const std::string bp = join_path(path, "buffers");
+  require_known_keys(b, bp, {"nccl_bytes_per_communicator", "cublas_workspace_bytes", "cuda_context_bytes",
+                             "grad_bucket_elements"});
   hw.buffers.nccl_bytes_per_communicator = num(b, bp, "nccl_bytes_per_communicator", 0, 1e11);
   hw.buffers.cublas_workspace_bytes = num(b, bp, "cublas_workspace_bytes", 0, 1e11);
   hw.buffers.cuda_context_bytes = num(b, bp, "cuda_context_bytes", 0, 1e11);

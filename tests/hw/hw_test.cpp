@@ -34,6 +34,34 @@ TEST(Profile, MissingSourceIsInputError) {
   }
 }
 
+// A key the reader does not understand is an error naming its path, never a figure left at its
+// default: a misspelt optional main-grad fraction would otherwise charge nothing.
+TEST(Profile, UnknownKeysAreErrorsNamingThePath) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/ampere.json");
+  const auto base = nlohmann::json::parse(f);
+  const auto expect_unknown = [](const nlohmann::json& j, const std::string& path, const std::string& rule) {
+    try {
+      load_hardware_profile(j, "hw.ampere");
+      ADD_FAILURE() << "accepted " << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.path(), path);
+      EXPECT_NE(e.rule().find(rule), std::string::npos) << e.what();
+    }
+  };
+  auto j = base;
+  j["gemm"]["main_grad_exposd_fraction"] = {{"value", 0.7}, {"source", "typo"}};
+  expect_unknown(j, "hw.ampere.gemm.main_grad_exposd_fraction", "did you mean \"main_grad_exposed_fraction\"?");
+  j = base;
+  j["gemm"]["k_half"]["sorce"] = "typo";
+  expect_unknown(j, "hw.ampere.gemm.k_half.sorce", "did you mean \"source\"?");
+  j = base;
+  j["attention"]["flash_v2_forward"]["seq_halve"] = {{"value", 1}, {"source", "typo"}};
+  expect_unknown(j, "hw.ampere.attention.flash_v2_forward.seq_halve", "did you mean \"seq_half\"?");
+  j = base;
+  j["bufers"] = nlohmann::json::object();
+  expect_unknown(j, "hw.ampere.bufers", "did you mean \"buffers\"?");
+}
+
 TEST(Profile, MainGradFractionOutOfRangeNamesItsBlock) {
   std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/hopper.json");
   auto j = nlohmann::json::parse(f);
