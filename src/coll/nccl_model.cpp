@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
 
 namespace megasim {
@@ -57,6 +58,7 @@ std::array<ProtoTable, 2> lat_table(const nlohmann::json& j, const std::string& 
                                     const std::string& path) {
   const auto& t = at(j, key, path);
   const std::string p = join_path(path, key);
+  require_known_keys(t, p, {"tree", "ring"});
   return {proto_table(t, "tree", p, kUs), proto_table(t, "ring", p, kUs)};
 }
 
@@ -79,6 +81,7 @@ std::array<double, 3> triple(const nlohmann::json& j, const std::string& key, co
 }
 
 TransportEfficiency transport(const nlohmann::json& e, const std::string& path) {
+  require_known_keys(e, path, {"name", "min_architecture_sm", "line_GBps", "achieved_busbw_GBps", "source"});
   TransportEfficiency t;
   const auto& name = at(e, "name", path);
   if (!name.is_string()) throw InputError(join_path(path, "name"), "must be a string");
@@ -128,6 +131,10 @@ double NcclModel::tree_correction_factor(NcclProto p, double size_bytes) const {
 }
 
 NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path) {
+  // Every object is checked for keys this reader does not understand ("source" and "note" carry
+  // provenance); a misspelt figure is an error, not a default.
+  require_known_keys(j, path, {"name", "source", "latency_us", "net_overhead", "ring_plateau", "bandwidth_caps_GBps",
+                               "protocol_efficiency", "tree_correction", "channels", "transport_efficiency"});
   NcclModel m;
   const auto& name = at(j, "name", path);
   if (!name.is_string()) throw InputError(join_path(path, "name"), "must be a string");
@@ -136,6 +143,7 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string lp = join_path(path, "latency_us");
   const auto& lat = at(j, "latency_us", path);
+  require_known_keys(lat, lp, {"source", "base", "nvlink", "pci", "net"});
   m.base_lat_s = lat_table(lat, "base", lp);
   m.hw_lat_nvlink_s = lat_table(lat, "nvlink", lp);
   m.hw_lat_pci_s = lat_table(lat, "pci", lp);
@@ -143,17 +151,21 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string np = join_path(path, "net_overhead");
   const auto& no = at(j, "net_overhead", path);
+  require_known_keys(no, np, {"source", "per_step_us", "simple_factor"});
   m.net_overhead_s = number(no, "per_step_us", np) * kUs;
   m.net_overhead_simple_factor = positive(no, "simple_factor", np);
 
   const std::string rp = join_path(path, "ring_plateau");
   const auto& rpj = at(j, "ring_plateau", path);
+  require_known_keys(rpj, rp, {"source", "factor", "factor_pre_ampere", "min_bytes_per_channel_rank"});
   m.ring_plateau_factor = positive(rpj, "factor", rp);
   m.ring_plateau_factor_pre_ampere = positive(rpj, "factor_pre_ampere", rp);
   m.ring_plateau_min_bytes = number(rpj, "min_bytes_per_channel_rank", rp);
 
   const std::string bp = join_path(path, "bandwidth_caps_GBps");
   const auto& caps = at(j, "bandwidth_caps_GBps", path);
+  require_known_keys(caps, bp, {"source", "ll_max_single_node", "ll_max_multi_node_intel", "ring_ll128_per_channel",
+                                "tree_per_channel", "tree_ll128_per_channel"});
   m.ll_max_single_node_Bps = triple(caps, "ll_max_single_node", bp);
   m.ll_max_multi_node_Bps = triple(caps, "ll_max_multi_node_intel", bp);
   m.ring_ll128_per_channel_Bps = arch_node_table(caps, "ring_ll128_per_channel", bp);
@@ -162,6 +174,8 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string pp = join_path(path, "protocol_efficiency");
   const auto& pe = at(j, "protocol_efficiency", path);
+  require_known_keys(pe, pp, {"source", "ring_ll", "ring_ll128", "ring_ll128_one_rank_per_node", "tree", "tree_ll",
+                              "tree_ll128_single_node", "tree_ll128_multi_node"});
   m.ring_ll_factor = positive(pe, "ring_ll", pp);
   m.ring_ll128_factor = positive(pe, "ring_ll128", pp);
   m.ring_ll128_factor_one_rank_per_node = positive(pe, "ring_ll128_one_rank_per_node", pp);
@@ -172,18 +186,21 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string tp = join_path(path, "tree_correction");
   const auto& tc = at(j, "tree_correction", path);
+  require_known_keys(tc, tp, {"source", "LL", "LL128", "Simple"});
   m.tree_correction[0] = numbers(at(tc, "LL", tp), join_path(tp, "LL"), 0, 1.0);
   m.tree_correction[1] = numbers(at(tc, "LL128", tp), join_path(tp, "LL128"), 0, 1.0);
   m.tree_correction[2] = numbers(at(tc, "Simple", tp), join_path(tp, "Simple"), 0, 1.0);
 
   const std::string cp = join_path(path, "channels");
   const auto& ch = at(j, "channels", path);
+  require_known_keys(ch, cp, {"source", "single_node", "per_nic"});
   m.channels_single_node = static_cast<int>(positive(ch, "single_node", cp));
   m.channels_per_nic = static_cast<int>(positive(ch, "per_nic", cp));
   if (m.channels_single_node < 1 || m.channels_per_nic < 1) throw InputError(cp, "channel counts must be >= 1");
 
   const std::string ep = join_path(path, "transport_efficiency");
   const auto& te = at(j, "transport_efficiency", path);
+  require_known_keys(te, ep, {"note", "nvlink", "network"});
   const auto& nv = at(te, "nvlink", ep);
   const auto& net = at(te, "network", ep);
   if (!nv.is_array() || nv.empty()) throw InputError(join_path(ep, "nvlink"), "must be a non-empty array");

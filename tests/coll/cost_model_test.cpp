@@ -1,6 +1,9 @@
 // Analytic NCCL cost model: textbook numbers derived by hand, and large-message bus
 // bandwidths against published nccl-tests figures (within 10%).
 #include <gtest/gtest.h>
+#include <utility>
+#include <vector>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -54,6 +57,27 @@ TEST(NcclModel, MissingFieldNamesItsPath) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.path(), "nccl.latency_us");
+  }
+}
+
+// A key the reader does not understand is an error with its path, not a silently unused figure.
+TEST(NcclModel, UnknownKeysAreErrors) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/nccl/nccl-2.21.json");
+  const auto base = nlohmann::json::parse(f);
+  for (const auto& [ptr, path] : std::vector<std::pair<std::string, std::string>>{
+           {"/channels/per_nics", "nccl.channels.per_nics"},
+           {"/protocol_efficiency/ring_ll129", "nccl.protocol_efficiency.ring_ll129"},
+           {"/transport_efficiency/nvlink/0/line_GBs", "nccl.transport_efficiency.nvlink[0].line_GBs"},
+           {"/latency_us/nvlink/trees", "nccl.latency_us.nvlink.trees"}}) {
+    auto j = base;
+    j[nlohmann::json::json_pointer(ptr)] = 1;
+    try {
+      (void)nccl_model_from_json(j, "nccl");
+      ADD_FAILURE() << "accepted " << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.path(), path);
+      EXPECT_NE(e.rule().find("unknown key"), std::string::npos) << e.what();
+    }
   }
 }
 
