@@ -1,3 +1,4 @@
+#include "megasim/core/version.hpp"
 #include "megasim/calib/regress.hpp"
 
 #include <cmath>
@@ -78,7 +79,7 @@ RegressResult run_regress(const nlohmann::json& baseline, const RegressRunner& r
 
 nlohmann::json updated_baseline(const nlohmann::json& baseline, const RegressResult& result) {
   nlohmann::json out = baseline;
-  out["schema_version"] = 1;
+  out["schema_version"] = kSchemaVersion;
   out["tolerance_points"] = result.tolerance_points;
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
     out["entries"][i]["mfu"] = result.rows[i].predicted_mfu;

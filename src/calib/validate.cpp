@@ -1,3 +1,4 @@
+#include "megasim/core/version.hpp"
 #include "megasim/calib/validate.hpp"
 
 #include <algorithm>
@@ -315,7 +316,7 @@ nlohmann::json to_json(const ValidationResult& r) {
   summary["all_pass"] = r.summary.all_pass;
   summary["cases"] = r.cases.size();
   if (!r.memory_warnings.empty()) summary["memory_warnings"] = r.memory_warnings;
-  return {{"cases", cases}, {"summary", summary}};
+  return {{"schema_version", kSchemaVersion}, {"cases", cases}, {"summary", summary}};
 }
 
 void print_validation(const ValidationResult& r, std::ostream& out) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "megasim/core/version.hpp"
 #include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/core/error.hpp"
@@ -33,7 +34,7 @@ nlohmann::json summary_json(const TopologySummary& s) {
     links[to_string(k.kind)] = {{"count", k.physical_links}, {"capacity_Bps", k.capacity_Bps}};
   }
   return {
-      {"schema_version", 1},
+      {"schema_version", kSchemaVersion},
       {"topology", to_string(lay.topology)},
       {"num_gpus", lay.num_gpus},
       {"num_nodes", lay.num_nodes},

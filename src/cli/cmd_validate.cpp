@@ -62,6 +62,9 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
     };
     const auto result = run_validation((catalog.root() / "validation").string(), args->suite,
                                        runner, startup, progress, schedule);
+    // An acceptance check that printed FAIL fails the command (DESIGN.md A1: exit 3), so that CI
+    // can gate on validate as on regress.
+    if (!result.summary.all_pass) ctx.exit_code = 3;
     if (args->json) {
       auto j = to_json(result);
       if (!args->sets.empty()) j["summary"]["overrides"] = args->sets;

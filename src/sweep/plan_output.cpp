@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "megasim/core/version.hpp"
 #include "megasim/report/json_report.hpp"
 #include "megasim/sweep/plan_search.hpp"
 
@@ -63,7 +64,7 @@ nlohmann::json plan_search_to_json(const PlanSearchResult& r) {
   }
   nlohmann::json ranked = nlohmann::json::array();
   for (std::size_t i = 0; i < r.ranked.size(); ++i) ranked.push_back(ranked_json(r.ranked[i], i + 1));
-  return {{"schema_version", 1},
+  return {{"schema_version", kSchemaVersion},
           {"objective", r.objective},
           {"num_gpus", r.num_gpus},
           {"num_gpus_used", r.num_gpus_used},

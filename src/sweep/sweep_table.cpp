@@ -1,3 +1,4 @@
+#include "megasim/core/version.hpp"
 #include "megasim/sweep/sweep_table.hpp"
 
 #include <algorithm>
@@ -124,7 +125,7 @@ void write_csv(const SweepTable& t, std::ostream& out) {
 
 void write_json(const SweepTable& t, std::ostream& out) {
   ojson j;
-  j["schema_version"] = 1;
+  j["schema_version"] = kSchemaVersion;
   j["points_total"] = t.points_total;
   j["columns"] = t.columns;
   ojson rows = ojson::array();
