@@ -38,7 +38,7 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--engine", args->engine, "des (event engine, default) | analytic");
   cmd->add_option("--trace", args->trace, "write a Chrome Trace Event timeline (des engine)");
   auto* seed = cmd->add_option("--seed", args->seed,
-                               "seed for ECMP hashing and stragglers (default: the config's seed)");
+                               "seed for everything random: the job seed and ECMP hashing (overrides cluster.network.ecmp_seed)");
   seed->check(CLI::Validator(
       [](const std::string& v) {
         return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
@@ -49,7 +49,12 @@ void register_simulate_command(CLI::App& app, CliContext& ctx) {
   cmd->add_flag("--full", args->full, "simulate every rank instead of folding symmetric ones");
   cmd->callback([args, seed, &ctx] {
     auto sets = args->sets;
-    if (seed->count() > 0) sets.push_back("seed=" + std::to_string(args->seed));
+    // --seed seeds everything random in the run (DESIGN.md A1): the job's seed and the ECMP
+    // hash salts, which the fabric's routing otherwise takes from cluster.network.ecmp_seed.
+    if (seed->count() > 0) {
+      sets.push_back("seed=" + std::to_string(args->seed));
+      sets.push_back("cluster.network.ecmp_seed=" + std::to_string(args->seed));
+    }
     const JobSpec job = ctx.load_job(args->config, sets);
     SimulateOptions opts;
     opts.engine = parse_engine_kind(args->engine);
