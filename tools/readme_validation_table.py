@@ -1,7 +1,7 @@
-"""Rewrite README.md's validation table and acceptance-check list from `megasim validate --json`.
+"""Rewrite docs/validation.md's validation table and acceptance-check list from `megasim validate --json`.
 
     ./build/megasim validate --json > /tmp/validate.json
-    python3 tools/readme_validation_table.py /tmp/validate.json README.md
+    python3 tools/readme_validation_table.py /tmp/validate.json docs/validation.md
 
 Table rows: Table 2 step times (its MFU and tokens/s rows repeat the same error), every other
 suite's metrics. MFU/HFU errors are printed in points, times in percent; the
