@@ -13,6 +13,7 @@
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/units.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "megasim/report/human_number.hpp"
 #include "megasim/model/flops.hpp"
 #include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
@@ -48,7 +49,7 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
       << (m.sliding_window ? ", sliding window " + std::to_string(*m.sliding_window) : "")
       << ", dropout " << num("%g", m.hidden_dropout) << " hidden / " << num("%g", m.attention_dropout)
       << " attention\n";
-  out << "  parameters                " << num("%.4g", parameter_count(m)) << "\n";
+  out << "  parameters                " << human_number(parameter_count(m)) << "\n";
   out << "  model FLOPs per token     " << num("%.4g", model_flops_per_token(job))
       << "  (Megatron-Core convention, attended span)\n";
   out << "  model FLOPs per step      " << num("%.4g", model_flops_per_step(job)) << "\n";
@@ -88,7 +89,7 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
     if (s == p.pipeline_model_parallel_size - 1 && p.account_for_loss_in_pipeline_split) {
       out << " (+ loss as a layer)";
     }
-    out << ", " << num("%.4g", parameters_per_gpu(job, s)) << " parameters per GPU\n";
+    out << ", " << human_number(parameters_per_gpu(job, s)) << " parameters per GPU\n";
   }
   const PeakMemory peak = peak_memory_per_gpu(job, buffers);
   const MemoryBreakdown& mem = peak.breakdown;

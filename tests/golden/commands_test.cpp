@@ -92,6 +92,9 @@ TEST(Cli, ExplainShowsPlacementAndMemory) {
   for (const char* s : {"DP 192", "micro-batches per pipeline 32", "placement", "activations", "stage 7"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
+  // Counts for people: 175 B parameters, not 1.75e+11.
+  EXPECT_NE(r.out.find("  parameters                175 B\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" B parameters per GPU"), std::string::npos) << r.out;
 }
 
 // --kernels lists every kernel and collective of one layer with its time; the pass totals are
