@@ -2,9 +2,10 @@
 """Measure MoE expert-FFN GEMM efficiency against tokens per expert on one Hopper GPU, for
 megasim's Mixture-of-Experts layers (issue 26 item 3): the data a grouped-GEMM model is fitted to.
 
-STATUS: NOT YET RUN on a GPU (written when the device loans were paused; only py_compile and a CPU
-check of the imbalanced-split generator and the JSON writer have run). Run it, then commit the
-output as bench/data/h200-grouped-gemm.json:
+STATUS: run once, on an H100 80GB HBM3 (the lent machine; torch 2.11 / CUDA 13.0, no Transformer
+Engine or grouped_gemm package, torch._grouped_mm = CUTLASS sm90 grouped kernel), stored as
+bench/data/h100-grouped-gemm.json (5,160 rows, 159 s). Not yet run on an H200: run it there and
+store the output as bench/data/h200-grouped-gemm.json:
   cd tools/measure && python3 grouped_gemm_h200.py --out $OUT/h200-grouped-gemm.json --deadline-s 380
 
 Shapes: the routed experts of DeepSeek-V3 (hidden 7168, moe_ffn 2048), Mixtral 8x7B (4096, 14336),
