@@ -75,15 +75,16 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
     out << "  stage " << s << ": " << layers << " layers";
     if (p.virtual_pipeline_model_parallel_size > 1) {
       // Equal chunks print as one count; otherwise (an accounted embedding or loss) each chunk.
-      std::string sizes;
+      const auto first_chunk = layers_in_chunk(job, s, 0);
+      std::string sizes = std::to_string(first_chunk);
       bool equal = true;
-      for (int v = 0; v < p.virtual_pipeline_model_parallel_size; ++v) {
+      for (int v = 1; v < p.virtual_pipeline_model_parallel_size; ++v) {
         const auto n = layers_in_chunk(job, s, v);
-        equal = equal && n == layers_in_chunk(job, s, 0);
-        sizes += (v > 0 ? "+" : "") + std::to_string(n);
+        equal = equal && n == first_chunk;
+        sizes += "+" + std::to_string(n);
       }
       out << " in " << p.virtual_pipeline_model_parallel_size << " chunks of "
-          << (equal ? std::to_string(layers_in_chunk(job, s, 0)) : sizes);
+          << (equal ? std::to_string(first_chunk) : sizes);
     }
     if (s == 0 && p.account_for_embedding_in_pipeline_split) out << " (+ embedding as a layer)";
     if (s == p.pipeline_model_parallel_size - 1 && p.account_for_loss_in_pipeline_split) {

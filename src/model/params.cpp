@@ -77,11 +77,9 @@ std::int64_t layers_on_stage(const JobSpec& job, int stage) {
   const std::int64_t total = job.model.num_hidden_layers;
   const ParallelSpec& par = job.parallel;
   if (accounted_slots(par) > 0) {
-    // Megatron-Core: (L + accounted slots) / PP per stage, the embedding's slot on the first
-    // stage and the loss's on the last.
-    std::int64_t n = (total + accounted_slots(par)) / p;
-    if (stage == 0 && par.account_for_embedding_in_pipeline_split) --n;
-    if (stage == p - 1 && par.account_for_loss_in_pipeline_split) --n;
+    // Megatron-Core builds accounted splits chunk by chunk: the stage holds what its chunks hold.
+    std::int64_t n = 0;
+    for (int v = 0; v < std::max(1, par.virtual_pipeline_model_parallel_size); ++v) n += layers_in_chunk(job, stage, v);
     return n;
   }
   if (p == 1) return total;
