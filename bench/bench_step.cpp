@@ -7,6 +7,9 @@
 #include <string>
 
 #include "megasim/coll/nccl_model.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/config/load.hpp"
+#include "megasim/exec/simulate.hpp"
 #include "megasim/exec/des_step.hpp"
 #include "megasim/net/topology_builders.hpp"
 #include "coll/test_clusters.hpp"
@@ -66,5 +69,18 @@ void BM_MegaScale175B(benchmark::State& state) {
 BENCHMARK(BM_MegaScale175B)->Arg(3072)->Arg(12288)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
+
+// DeepSeek-V3 on 1,024 H100s (configs/bench/deepseek-v3-1024-h100.json) through the whole
+// pipeline, cost model included: parse, MoE step costs, event engine. Target (issue 26): < 10 s.
+void BM_DeepSeekV3_1024(benchmark::State& state) {
+  const auto catalog = megasim::Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const auto job =
+      megasim::load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/bench/deepseek-v3-1024-h100.json", {}, catalog);
+  for (auto _ : state) {
+    const megasim::StepReport r = megasim::simulate_step(job, catalog, megasim::SimulateOptions{});
+    benchmark::DoNotOptimize(r.step_time_s);
+  }
+}
+BENCHMARK(BM_DeepSeekV3_1024)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 BENCHMARK_MAIN();

@@ -133,6 +133,8 @@ constexpr WorstRowCheck kWorstRowChecks[] = {
      "Transfer, NeMo BF16 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
     {"nvidia_dgxc_h100_fp8", "nvidia_dgxc_h100_fp8_step_time", false, 10.0,
      "Transfer, NeMo FP8 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
+    {"megatron_bridge_h100_moe", "megatron_bridge_h100_moe_step_time", false, 15.0,
+     "Transfer, Mixture of Experts on 16-1,024 DGX H100s (Megatron-Bridge recipes): worst step-time error %.2f%% (bar: 15%%)"},
 };
 
 // Acceptance checks of issue #5, computed from the cases.
@@ -215,7 +217,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"narayanan2021", "narayanan-2021-table1.json"},
                                           {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"},
                                           {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"},
-                                          {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"}};
+                                          {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"},
+                                          {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"}};
   bool known = suite.empty();
   std::string valid;
   for (const auto& f : kFiles) {

@@ -2,6 +2,7 @@
 // parameters, FLOPs per token, parallel degrees, layers per stage and chunk, memory by
 // component, and where each rank runs (rank -> GPU -> node -> ToR set). With --kernels, every
 // kernel and collective of one layer for one micro-batch, timed alone.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -49,7 +50,25 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
       << (m.sliding_window ? ", sliding window " + std::to_string(*m.sliding_window) : "")
       << ", dropout " << num("%g", m.hidden_dropout) << " hidden / " << num("%g", m.attention_dropout)
       << " attention\n";
+  if (is_moe(m)) {
+    const MoeSpec& e = m.moe;
+    const auto moe_layers = std::count(e.layer_is_moe.begin(), e.layer_is_moe.end(), 1);
+    out << "  experts: " << e.num_experts << " routed, top-" << e.experts_per_token << ", width "
+        << e.expert_intermediate_size;
+    if (e.shared_expert_intermediate_size > 0) out << ", shared width " << e.shared_expert_intermediate_size;
+    if (e.num_groups > 0) out << ", " << e.topk_groups << " of " << e.num_groups << " groups per token";
+    out << "; " << moe_layers << " MoE and " << m.num_hidden_layers - moe_layers << " dense layers\n";
+  }
+  if (is_mla(m)) {
+    out << "  multi-head latent attention: q rank " << m.mla.q_lora_rank << ", kv rank " << m.mla.kv_lora_rank
+        << ", head dims " << m.mla.qk_nope_head_dim << "+" << m.mla.qk_rope_head_dim << " / v " << m.mla.v_head_dim << "\n";
+  }
   out << "  parameters                " << human_number(parameter_count(m)) << "\n";
+  if (is_moe(m)) out << "  active parameters         " << human_number(active_parameter_count(m)) << " per token\n";
+  if (m.num_nextn_predict_layers > 0) {
+    out << "  MTP modules               " << m.num_nextn_predict_layers << ", " << human_number(mtp_parameter_count(m))
+        << " parameters as stored (embedding and head copies included)\n";
+  }
   out << "  model FLOPs per token     " << num("%.4g", model_flops_per_token(job))
       << "  (Megatron-Core convention, attended span)\n";
   out << "  model FLOPs per step      " << num("%.4g", model_flops_per_step(job)) << "\n";
@@ -68,6 +87,11 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
       << p.virtual_pipeline_model_parallel_size << " · DP " << p.data_parallel_size << " (derived), ZeRO-"
       << p.zero_stage << ", SP " << (p.sequence_parallel ? "on" : "off") << ", placement "
       << to_string(p.placement) << "\n";
+  if (is_moe(m)) {
+    out << "experts: EP " << p.expert_model_parallel_size << " · ETP " << expert_tensor_parallel_size(job)
+        << " · expert DP " << expert_data_parallel_size(job) << " (derived), " << m.moe.num_experts / p.expert_model_parallel_size
+        << " experts per GPU, " << to_string(job.system.moe_token_dispatcher_type) << " dispatch\n";
+  }
   out << "  micro-batches per pipeline " << micro_batches << " of " << t.micro_batch_size
       << " sequences x " << t.seq_length << " tokens\n";
   for (int s = 0; s < p.pipeline_model_parallel_size; ++s) {
@@ -173,9 +197,16 @@ void register_explain_command(CLI::App& app, CliContext& ctx) {
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
     const auto data = load_step_cost_data(job, catalog);
     // Timed before anything is printed, so a profile that cannot time a kernel fails cleanly.
-    const auto kernels = args->kernels ? layer_kernel_times(job, *data) : std::vector<LayerKernelTime>{};
+    // One table per kind of layer (a dense and an MoE layer side by side for DeepSeek-V3).
+    std::vector<std::pair<LayerKind, std::vector<LayerKernelTime>>> kernels;
+    if (args->kernels) {
+      for (const LayerKind& k : layer_kinds(job.model)) kernels.emplace_back(k, layer_kernel_times(job, *data, k));
+    }
     explain(job, buffer_sizes(*data), args->max_rows, ctx.out);
-    if (args->kernels) explain_kernels(kernels, ctx.out);
+    for (const auto& [kind, rows] : kernels) {
+      if (kernels.size() > 1) ctx.out << "layer kind: " << describe(kind) << "\n";
+      explain_kernels(rows, ctx.out);
+    }
   });
 }
 

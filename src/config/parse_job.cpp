@@ -33,6 +33,11 @@ constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "f
                                                                      {"all-linears", "all-linears"}}};
 constexpr std::array<EnumName<std::string_view>, 2> kDpOverlapGranularities{{{"chunk", "chunk"},
                                                                            {"bucket", "bucket"}}};
+constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
+                                                              {"allgather", MoeDispatcher::AllGather},
+                                                              {"flex", MoeDispatcher::Flex}}};
+constexpr std::array<EnumName<FlexBackend>, 2> kFlexBackends{{{"deepep", FlexBackend::DeepEp},
+                                                             {"hybridep", FlexBackend::HybridEp}}};
 constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpstore"}, {"redis", "redis"}}};
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
@@ -64,6 +69,12 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   flag("comm_init_ordered", s.comm_init_ordered);
   flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);
   flag("tp_fp8_forward_reduce_scatter", s.tp_fp8_forward_reduce_scatter);
+  s.moe_token_dispatcher_type = r.enum_opt("moe_token_dispatcher_type", kDispatchers).value_or(s.moe_token_dispatcher_type);
+  s.moe_flex_dispatcher_backend =
+      r.enum_opt("moe_flex_dispatcher_backend", kFlexBackends).value_or(s.moe_flex_dispatcher_backend);
+  flag("moe_grouped_gemm", s.moe_grouped_gemm);
+  flag("moe_shared_expert_overlap", s.moe_shared_expert_overlap);
+  flag("overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm);
 }
 
 // system.attention_kernel = "auto": Transformer Engine's backend choice, cuDNN's fused attention
@@ -119,6 +130,9 @@ ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path) {
       r.bool_opt("account_for_embedding_in_pipeline_split").value_or(false);
   p.account_for_loss_in_pipeline_split = r.bool_opt("account_for_loss_in_pipeline_split").value_or(false);
   p.placement = r.enum_opt("placement", kPlacements).value_or(p.placement);
+  in.pipeline_layout = r.string_opt("pipeline_model_parallel_layout");
+  p.expert_model_parallel_size = small_int(r.int_opt("expert_model_parallel_size", 1, kMaxParallel), 1);
+  p.expert_tensor_parallel_size = small_int(r.int_opt("expert_tensor_parallel_size", 1, kMaxParallel), 0);
   in.data_parallel_size = r.int_opt("data_parallel_size", 1, kMaxInt);
   r.finish();
   return in;
@@ -137,6 +151,15 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
     if (!(*tokens > 0)) throw InputError(r.path_of("train_tokens"), "must be positive");
     t.train_tokens = *tokens;
   }
+  t.moe_router_force_load_balancing = r.bool_opt("moe_router_force_load_balancing").value_or(false);
+  // Megatron-Core: capacity per expert = ceil(tokens * topk / E * factor); below 1 drops tokens
+  // even under perfect balance, which no published recipe does, but it is a valid setting.
+  t.moe_expert_capacity_factor = r.number_opt("moe_expert_capacity_factor", 0.01, 1000.0);
+  t.moe_pad_expert_input_to_capacity = r.bool_opt("moe_pad_expert_input_to_capacity").value_or(false);
+  if (t.moe_pad_expert_input_to_capacity && !t.moe_expert_capacity_factor) {
+    throw InputError(r.path_of("moe_pad_expert_input_to_capacity"), "needs moe_expert_capacity_factor (the capacity)");
+  }
+  t.moe_routing_skew = r.number_opt("moe_routing_skew", 0.0, 10.0);
   r.finish();
   return t;
 }

@@ -3,8 +3,6 @@
 #include <array>
 #include <initializer_list>
 
-#include <spdlog/spdlog.h>
-
 #include "config/json_reader.hpp"
 #include "config/parse_parts.hpp"
 
@@ -130,13 +128,12 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
              r.raw("rotary_emb_base") != nullptr || r.raw("rope_scaling") != nullptr ||
              (pos_type && (*pos_type == "rope" || *pos_type == "rotary"));
   }
+  read_mla(r, m);
+  read_moe(r, m);
+  read_layer_types(r, m);
+  m.num_nextn_predict_layers = r.int_opt("num_nextn_predict_layers", 0, kMaxInt).value_or(0);
   if (hf) {
-    r.raw("architectures");
-    r.raw("torch_dtype");
-    const auto ignored = r.unused_keys();
-    if (!ignored.empty()) {
-      spdlog::debug("{}: ignoring Hugging Face keys: {}", path.empty() ? "model" : path, join(ignored, ", "));
-    }
+    reject_unmodelled_hf_keys(r);
   } else {
     r.finish();
   }

@@ -74,4 +74,21 @@ const char* to_string(PlacementOrder v) {
   return "?";
 }
 
+const char* to_string(MoeDispatcher v) {
+  switch (v) {
+    case MoeDispatcher::AllToAll: return "alltoall";
+    case MoeDispatcher::AllGather: return "allgather";
+    case MoeDispatcher::Flex: return "flex";
+  }
+  return "?";
+}
+
+const char* to_string(FlexBackend v) {
+  switch (v) {
+    case FlexBackend::DeepEp: return "deepep";
+    case FlexBackend::HybridEp: return "hybridep";
+  }
+  return "?";
+}
+
 }  // namespace megasim

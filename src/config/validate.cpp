@@ -53,6 +53,15 @@ void check_heads(const JobSpec& job) {
 // cut into VPP equal model chunks.
 void check_layers(const JobSpec& job) {
   const auto& p = job.parallel;
+  if (!p.layout_layers.empty()) {
+    const char* path = "parallel.pipeline_model_parallel_layout";
+    if (p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split ||
+        p.decoder_first_pipeline_num_layers || p.decoder_last_pipeline_num_layers) {
+      throw InputError(path, "cannot be combined with account_for_*_in_pipeline_split or "
+                             "decoder_first/last_pipeline_num_layers (the layout places every layer)");
+    }
+    return;  // parse_pipeline_layout checked it against PP and the model
+  }
   const std::int64_t layers = job.model.num_hidden_layers;
   const int pp = p.pipeline_model_parallel_size;
   const int vpp = p.virtual_pipeline_model_parallel_size;
@@ -172,12 +181,72 @@ void check_precision_and_system(const JobSpec& job) {
   }
 }
 
+// Mixture of Experts: Megatron-Core's rules for the expert grid (ETP x EP x EDP x PP over the
+// same GPUs as TP x CP x DP x PP) and the MoE settings that need an MoE model.
+void check_experts(const JobSpec& job) {
+  const auto& p = job.parallel;
+  const auto& moe = job.model.moe;
+  const int ep = p.expert_model_parallel_size;
+  const int etp = expert_tensor_parallel_size(job);
+  if (!is_moe(job.model)) {
+    if (ep > 1 || p.expert_tensor_parallel_size > 1) {
+      throw InputError(ep > 1 ? "parallel.expert_model_parallel_size" : "parallel.expert_tensor_parallel_size",
+                       "expert parallelism needs an MoE model; model \"" + job.model.name + "\" has no routed experts");
+    }
+    const auto& t = job.training;
+    if (t.moe_router_force_load_balancing || t.moe_expert_capacity_factor || t.moe_routing_skew) {
+      throw InputError(t.moe_router_force_load_balancing ? "training.moe_router_force_load_balancing"
+                       : t.moe_expert_capacity_factor    ? "training.moe_expert_capacity_factor"
+                                                         : "training.moe_routing_skew",
+                       "routing settings need an MoE model; model \"" + job.model.name + "\" has no routed experts");
+    }
+    return;
+  }
+  if (p.tensor_model_parallel_size > 1 && !p.sequence_parallel) {
+    throw InputError("parallel.sequence_parallel",
+                     "an MoE model with TP > 1 needs sequence parallelism (Megatron-Core's rule)");
+  }
+  if (moe.num_experts % ep != 0) {
+    throw InputError("parallel.expert_model_parallel_size",
+                     "EP " + s(ep) + " does not divide the " + s(moe.num_experts) + " routed experts");
+  }
+  if (etp > job.cluster.gpus_per_node) {
+    throw InputError("parallel.expert_tensor_parallel_size",
+                     "ETP " + s(etp) + " exceeds gpus_per_node " + s(job.cluster.gpus_per_node) +
+                         " (expert tensor parallelism must stay inside one NVLink node)");
+  }
+  if (moe.expert_intermediate_size % etp != 0) {
+    throw InputError("parallel.expert_tensor_parallel_size",
+                     "ETP " + s(etp) + " does not divide the expert FFN width " + s(moe.expert_intermediate_size));
+  }
+  const std::int64_t grid = static_cast<std::int64_t>(etp) * ep * p.pipeline_model_parallel_size;
+  if (job.cluster.num_gpus % grid != 0) {
+    throw InputError("parallel.expert_model_parallel_size",
+                     s(job.cluster.num_gpus) + " GPUs are not divisible by ETP*EP*PP = " + s(etp) + "*" + s(ep) + "*" +
+                         s(p.pipeline_model_parallel_size) + " = " + s(grid) + " (Megatron-Core's expert grid)");
+  }
+  if (job.system.overlap_moe_expert_parallel_comm) {
+    if (ep == 1) {
+      throw InputError("system.overlap_moe_expert_parallel_comm", "needs expert_model_parallel_size > 1");
+    }
+    if (job.training.recompute == Recompute::Full) {
+      throw InputError("system.overlap_moe_expert_parallel_comm",
+                       "cannot be combined with full recompute (Megatron-Core's rule)");
+    }
+  }
+}
+
 }  // namespace
 
 void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
   auto& p = job.parallel;
   // Megatron turns sequence parallelism off (with a warning) when TP is 1: nothing to shard.
   p.sequence_parallel = parallel.sequence_parallel.value_or(true) && p.tensor_model_parallel_size > 1;
+  if (parallel.pipeline_layout) {
+    p.layout_layers = parse_pipeline_layout(*parallel.pipeline_layout, "parallel.pipeline_model_parallel_layout",
+                                            job.model.num_hidden_layers, job.model.num_nextn_predict_layers,
+                                            p.pipeline_model_parallel_size, p.virtual_pipeline_model_parallel_size);
+  }
   check_cluster_shape(job);
   p.data_parallel_size = job.cluster.num_gpus / (static_cast<std::int64_t>(p.tensor_model_parallel_size) *
                                                  p.pipeline_model_parallel_size * p.context_parallel_size);
@@ -190,6 +259,7 @@ void validate_and_derive(JobSpec& job, const ParallelInput& parallel) {
   check_layers(job);
   check_batch(job);
   check_precision_and_system(job);
+  check_experts(job);
 }
 
 void validate_without_plan(JobSpec& job, const ParallelInput& parallel) {
@@ -202,6 +272,7 @@ void validate_without_plan(JobSpec& job, const ParallelInput& parallel) {
   p.decoder_last_pipeline_num_layers.reset();
   p.account_for_embedding_in_pipeline_split = false;
   p.account_for_loss_in_pipeline_split = false;
+  p.layout_layers.clear();
   // Kept as written: the planner applies it to every plan with TP > 1.
   p.sequence_parallel = parallel.sequence_parallel.value_or(true);
   job.training.micro_batch_size = 1;

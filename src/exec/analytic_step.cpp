@@ -12,9 +12,10 @@ struct StageLoad {
   double compute_s = 0;
   double tp_s = 0;
   double cp_s = 0;
+  double ep_s = 0;
   double pp_s = 0;
   double launch_s = 0;
-  double total_s() const { return compute_s + tp_s + cp_s + pp_s + launch_s; }
+  double total_s() const { return compute_s + tp_s + cp_s + ep_s + pp_s + launch_s; }
 };
 
 StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, bool pp_overlap,
@@ -24,6 +25,7 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     load.compute_s += ch.fwd_compute_s + ch.bwd_compute_s;
     load.tp_s += ch.fwd_tp_exposed_s + ch.bwd_tp_exposed_s;
     load.cp_s += ch.fwd_cp_exposed_s + ch.bwd_cp_exposed_s;
+    load.ep_s += ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s;
     load.launch_s += 2.0 * c.launch_overhead_per_chunk_s;
   }
   if (c.pp > 1 && !pp_overlap) {
@@ -162,7 +164,7 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   // slower while they do; a pass whose kernels are a share f of its time stretches by 1 + s*f.
   // Over t seconds of overlap the pass gets t / (1 + s*f) seconds of work done, so the step
   // grows by t * s*f / (1 + s*f): the event engine's stretch, in closed form.
-  const double pass_s = worst.compute_s + worst.tp_s + worst.cp_s + worst.launch_s;
+  const double pass_s = worst.compute_s + worst.tp_s + worst.cp_s + worst.ep_s + worst.launch_s;
   const double slow = pass_s > 0 ? c.dp_overlap_compute_slowdown * worst.compute_s / pass_s : 0.0;
   const double contention_s = slow / (1.0 + slow) * std::min(dp.hidden_s, pipeline_busy_s);
 
@@ -174,6 +176,7 @@ StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   b.compute_s = m * worst.compute_s;
   b.exposed_tp_comm_s = m * worst.tp_s;
   b.exposed_cp_comm_s = m * worst.cp_s;
+  b.exposed_ep_comm_s = m * worst.ep_s;
   b.exposed_pp_comm_s = m * worst.pp_s + fill_transfer_s;
   b.exposed_dp_comm_s = dp.exposed_s + contention_s + c.gc_skew_s;
   b.pipeline_bubble_s = bubble_s;

@@ -34,25 +34,61 @@ int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int chunk) {
   return static_cast<int>(std::clamp(buckets, 1.0, kMaxDpBucketsPerChunk));
 }
 
-// One chunk of `layers` layers; the first stage's first chunk also carries the embedding, the
-// last stage's last chunk the LM head (and their share of the stage's DP traffic).
-ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapConfig& ov, int layers,
-                      bool has_embedding, bool has_lm_head) {
+// The forward and backward pass times of layers [first, first + layers) of the model (MTP
+// modules past num_hidden_layers included), summed by kind.
+void add_layers(const Context& c, const LayerPasses& lp, std::int64_t first, std::int64_t layers, PassTimes& f,
+                PassTimes& b) {
+  if (lp.kinds.size() == 1) {  // one kind: one product (the sum order every dense result keeps)
+    f += lp.layer_fwd.scaled(static_cast<int>(layers));
+    b += lp.layer_bwd.scaled(static_cast<int>(layers));
+    return;
+  }
+  for (const KindPasses& k : lp.kinds) {
+    int n = 0;
+    for (std::int64_t i = first; i < first + layers; ++i) n += layer_kind(c.job.model, i) == k.kind ? 1 : 0;
+    if (n == 0) continue;
+    f += k.fwd.scaled(n);
+    b += k.bwd.scaled(n);
+  }
+}
+
+// One chunk of `layers` layers from global layer `first`; the first stage's first chunk also
+// carries the embedding, the last stage's last chunk the LM head and any multi-token-prediction
+// modules (one more layer and one more pass through the head each; Megatron-Core places them
+// on the last stage), and their share of the stage's DP traffic.
+ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapConfig& ov, std::int64_t first,
+                      int layers, bool has_embedding, bool has_lm_head) {
   const JobSpec& job = c.job;
-  PassTimes f = lp.layer_fwd.scaled(layers);
-  PassTimes b = lp.layer_bwd.scaled(layers);
+  PassTimes f, b;
+  add_layers(c, lp, first, layers, f, b);
   if (has_embedding) {
     f += lp.embedding_fwd;
     b += lp.embedding_bwd;
   }
+  const std::int64_t mtp = has_lm_head ? job.model.num_nextn_predict_layers : 0;
   if (has_lm_head) {
     f += lp.head_fwd;
     b += lp.head_bwd;
   }
-  ChunkCosts ch = pass_costs(f, b, ov);
+  if (mtp > 0) {
+    add_layers(c, lp, job.model.num_hidden_layers, mtp, f, b);
+    f += lp.head_fwd.scaled(static_cast<int>(mtp));
+    b += lp.head_bwd.scaled(static_cast<int>(mtp));
+  }
+  ChunkCosts ch = pass_costs(c, f, b, ov);
+  double params = 0;
+  if (is_moe(job.model)) {
+    const int ep = job.parallel.expert_model_parallel_size, etp = expert_tensor_parallel_size(job);
+    for (std::int64_t i = first; i < first + layers + mtp; ++i) {
+      const std::int64_t layer = i < first + layers ? i : job.model.num_hidden_layers + (i - first - layers);
+      params += layer_parameters(job.model, is_moe_layer(job.model, layer), job.parallel.tensor_model_parallel_size,
+                                 ep, etp).total();
+    }
+  } else {
+    params = layers * layer_parameters_per_tp_rank(job.model, job.parallel.tensor_model_parallel_size);
+  }
   ch.param_bytes = kWeightBytesPerParam *
-                   (layers * layer_parameters_per_tp_rank(job.model, job.parallel.tensor_model_parallel_size) +
-                    (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
+                   (params + (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                     (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
   ch.layers = layers;
   ch.has_embedding = has_embedding;
@@ -60,19 +96,63 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
   return ch;
 }
 
+// MoE dispatch/combine left on the critical path. Without overlap all of it. Shared-expert
+// overlap runs the shared experts beside the dispatch and combine (Megatron-Core
+// moe_shared_expert_overlap). Megatron-Core's 1F1B all-to-all overlap (overlap_moe_expert_
+// parallel_comm) merges one micro-batch's forward with another's backward, so the forward's
+// EP traffic runs beside the backward's compute and the backward's beside the forward's; what
+// hides slows that compute by the SM-sharing factor.
+// EP traffic of `comm_s` run beside `beside_s` of compute: what outlasts the compute, plus the
+// compute's slow-down while it shares the SMs with the communication kernels.
+double exposed_beside_s(double comm_s, double beside_s, double slowdown) {
+  const double hidden = std::min(comm_s, beside_s);
+  return comm_s - hidden + hidden * slowdown;
+}
+
+void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
+  const SystemSpec& sys = c.job.system;
+  if (sys.overlap_moe_expert_parallel_comm) {
+    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, b.compute_s, c.overlap_slowdown);
+    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, f.compute_s, c.overlap_slowdown);
+  } else if (sys.moe_shared_expert_overlap) {
+    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, f.shared_expert_s, c.overlap_slowdown);
+    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, b.shared_expert_s, c.overlap_slowdown);
+  } else {
+    ch.fwd_ep_exposed_s = f.ep_comm_s;
+    ch.bwd_ep_exposed_s = b.ep_comm_s;
+  }
+}
+
 }  // namespace
+
+const KindPasses& LayerPasses::of(const LayerKind& k) const {
+  for (const KindPasses& p : kinds) {
+    if (p.kind == k) return p;
+  }
+  return kinds.front();
+}
 
 LayerPasses time_layer_passes(const Context& c) {
   const JobSpec& job = c.job;
   LayerPasses p;
-  p.layer_fwd = time_ops(c, layer_forward_ops(job));
-  p.layer_bwd = time_ops(c, layer_backward_ops(job));
-  p.layer_bwd += time_ops(c, layer_recompute_ops(job));
+  for (const LayerKind& k : layer_kinds(job.model)) {
+    KindPasses kp{k, time_ops(c, layer_forward_ops(job, k)), time_ops(c, layer_backward_ops(job, k))};
+    kp.bwd += time_ops(c, layer_recompute_ops(job, k));
+    p.kinds.push_back(kp);
+  }
+  p.layer_fwd = p.kinds.front().fwd;
+  p.layer_bwd = p.kinds.front().bwd;
   p.embedding_fwd = time_ops(c, embedding_forward_ops(job));
   p.embedding_bwd = time_ops(c, embedding_backward_ops(job));
   p.head_fwd = time_ops(c, lm_head_forward_ops(job));
   p.head_bwd = time_ops(c, lm_head_backward_ops(job));
   return p;
+}
+
+ChunkCosts pass_costs(const Context& c, const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov) {
+  ChunkCosts ch = pass_costs(f, b, ov);
+  ep_exposed(c, f, b, ch);
+  return ch;
 }
 
 ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov) {
@@ -98,7 +178,8 @@ std::vector<std::vector<ChunkCosts>> stage_chunk_costs(const Context& c, const L
     std::vector<ChunkCosts> chunks;
     for (int v = 0; v < vpp; ++v) {
       const auto layers = static_cast<int>(layers_in_chunk(c.job, s, v));
-      ChunkCosts ch = chunk_cost(c, passes, ov, layers, s == 0 && v == 0, s == pp - 1 && v == vpp - 1);
+      ChunkCosts ch = chunk_cost(c, passes, ov, first_layer_in_chunk(c.job, s, v), layers, s == 0 && v == 0,
+                                 s == pp - 1 && v == vpp - 1);
       ch.dp_buckets = dp_buckets_of_chunk(c, ch, v);
       ch.first_layer = first_layer;
       first_layer += layers;

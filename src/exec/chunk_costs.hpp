@@ -10,17 +10,27 @@
 
 namespace megasim {
 
+// One micro-batch's pass times of one kind of layer (LayerKind: dense or MoE, sliding or full).
+struct KindPasses {
+  LayerKind kind;
+  PassTimes fwd, bwd;  // backward includes the recompute
+};
+
 // One micro-batch's pass times of the pieces a chunk is made of.
 struct LayerPasses {
-  PassTimes layer_fwd, layer_bwd;  // one transformer layer; backward includes the recompute
+  PassTimes layer_fwd, layer_bwd;  // the first layer's kind (every layer of a dense model)
+  std::vector<KindPasses> kinds;   // every kind of layer the model has, the first layer's first
   PassTimes embedding_fwd, embedding_bwd;
   PassTimes head_fwd, head_bwd;  // LM head and loss
+  const KindPasses& of(const LayerKind& k) const;
 };
 LayerPasses time_layer_passes(const Context& c);
 
 // The critical-path times of a forward and a backward pass (compute, exposed TP after overlap,
 // exposed CP) as a chunk records them; layout fields are left to the caller.
 ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov);
+// The same with the MoE dispatch/combine exposure under the job's MoE overlap settings.
+ChunkCosts pass_costs(const Context& c, const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov);
 
 // [stage][chunk] costs of the job's pipeline layout.
 std::vector<std::vector<ChunkCosts>> stage_chunk_costs(const Context& c, const LayerPasses& passes,

@@ -46,10 +46,54 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
   const int gpn = job.cluster.gpus_per_node;
   return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, gpn),
                  group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, gpn),
-                 overlap_compute_slowdown(data.hw) - 1.0};
+                 overlap_compute_slowdown(data.hw) - 1.0,
+                 group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), gpn)};
 }
 
+namespace {
+
+// Expected distinct nodes a token's top-k copies reach in an EP group over `nodes` nodes with
+// experts spread evenly (uniform routing; group-limited routing caps it at topk_group when one
+// expert group is one node, as DeepSeek-V3 places them): 1 - C(E - E/N, k) / C(E, k) per node.
+double distinct_nodes_per_token(const MoeSpec& moe, int nodes) {
+  if (nodes <= 1) return 1.0;
+  const double e = static_cast<double>(moe.num_experts);
+  const double per_node = e / nodes;
+  double miss = 1.0;  // P(no copy on a given node)
+  for (std::int64_t i = 0; i < moe.experts_per_token; ++i) miss *= (e - per_node - static_cast<double>(i)) / (e - static_cast<double>(i));
+  double reached = nodes * (1.0 - std::max(0.0, miss));
+  if (moe.topk_groups > 0 && moe.num_groups == nodes) reached = std::min(reached, static_cast<double>(moe.topk_groups));
+  return reached;
+}
+
+// One MoE dispatch or combine over the EP group. alltoall: NCCL's all-to-all-v of the routed
+// copies (the op's bytes are the most-loaded rank's, which everyone waits for); allgather: an
+// all-gather of the group's tokens and a reduce-scatter back; flex (DeepEP / HybridEP): one RDMA
+// copy per distinct remote node, fanned out over NVLink there, priced as the all-to-all of the
+// de-duplicated bytes.
+double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
+  const JobSpec& job = c.job;
+  switch (job.system.moe_token_dispatcher_type) {
+    case MoeDispatcher::AllGather:
+      return collective_time_s(op.kind == OpKind::EpDispatch ? CollOp::AllGather : CollOp::ReduceScatter, bytes,
+                               c.ep_group, job.cluster, c.nccl);
+    case MoeDispatcher::Flex: {
+      const double k = static_cast<double>(job.model.moe.experts_per_token);
+      const double dedup = c.ep_group.nodes > 1 ? distinct_nodes_per_token(job.model.moe, c.ep_group.nodes) / k : 1.0;
+      return collective_time_s(CollOp::AllToAll, bytes * dedup, c.ep_group, job.cluster, c.nccl);
+    }
+    case MoeDispatcher::AllToAll: break;
+  }
+  return collective_time_s(CollOp::AllToAll, bytes, c.ep_group, job.cluster, c.nccl);
+}
+
+}  // namespace
+
+
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
+  if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
+    return c.ep_group.ranks <= 1 ? 0.0 : ep_comm_time_s(c, op, bytes);
+  }
   if (op.kind == OpKind::CpExchange) {
     if (c.cp_group.ranks <= 1) return 0.0;
     return collective_time_s(CollOp::SendRecv, bytes,

@@ -29,6 +29,8 @@ struct Context {
   CollGroupShape tp_group;
   CollGroupShape cp_group;
   double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
+  // The expert-parallel group: EP ranks ETP apart (Megatron-Core's expert grid, ETP innermost).
+  CollGroupShape ep_group;
 };
 
 Context make_context(const JobSpec& job, const StepCostData& data);

@@ -122,6 +122,10 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
     t.cp_comm_s += comm_op_time_s(c, op, op.comm_bytes);
     return;
   }
+  if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
+    t.ep_comm_s += comm_op_time_s(c, op, op.comm_bytes);
+    return;
+  }
   if (c.tp_group.ranks <= 1) return;
   if (te_userbuffers(c.job) && op.tp_overlap_path) return te_userbuffers_collective(c, p, i, t);
   // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
@@ -154,6 +158,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     t.compute_s += op_s[i];
     t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
+    if (op.shared_expert) t.shared_expert_s += op_s[i];
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
   // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).

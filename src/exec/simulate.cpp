@@ -8,6 +8,7 @@
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/model/flops.hpp"
 #include "megasim/model/memory.hpp"
+#include "megasim/model/moe_routing.hpp"
 #include "megasim/model/params.hpp"
 
 namespace megasim {
@@ -34,6 +35,21 @@ void fill_derived_fields(const JobSpec& job, const BufferSizes& buffers, StepRep
   r.name = job.name;
   r.num_gpus = job.cluster.num_gpus;
   r.model_parameters = parameter_count(job.model);
+  r.model_active_parameters = active_parameter_count(job.model);
+  r.model_mtp_parameters = mtp_parameter_count(job.model);
+  if (is_moe(job.model)) {
+    const ExpertLoad load = expert_load(job);
+    MoeSummary m;
+    m.ep = job.parallel.expert_model_parallel_size;
+    m.etp = expert_tensor_parallel_size(job);
+    m.edp = expert_data_parallel_size(job);
+    m.dispatcher = to_string(job.system.moe_token_dispatcher_type);
+    m.routing_cv = load.routing_cv;
+    m.max_to_mean_rank_load = load.max_to_mean_rank_load;
+    m.max_to_mean_expert_load = load.max_to_mean_expert_load;
+    m.dropped_token_fraction = load.dropped_token_fraction;
+    r.moe = m;
+  }
   r.model_flops_per_step = model_flops_per_step(job);
   r.hardware_flops_per_step = hardware_flops_per_step(job);
   r.peak_flops_per_gpu = dense_peak_flops(job);

@@ -39,27 +39,54 @@ void add_p2p_costs(const Context& ctx, StepCosts& c) {
                      : 0.0;
 }
 
-// Data parallel: the stage with the most parameters sets the pace.
+// Data parallel: the stage with the most parameters sets the pace. Routed experts' gradients
+// reduce (and their parameters gather) over the expert data-parallel group instead (Megatron-
+// Core's expert DDP buckets), a collective of its own after the dense one.
 void add_dp_costs(const Context& ctx, StepCosts& c) {
   const JobSpec& job = ctx.job;
   const auto& par = job.parallel;
   const int pp = par.pipeline_model_parallel_size;
   const std::int64_t dp = par.data_parallel_size;
-  double stage_params = 0;
-  for (int s = 0; s < pp; ++s) stage_params = std::max(stage_params, parameters_per_gpu(job, s));
+  StageParameters stage;
+  for (int s = 0; s < pp; ++s) {
+    const StageParameters p = stage_parameters_per_gpu(job, s);
+    if (p.total() > stage.total()) stage = p;
+  }
+  const double stage_params = stage.dense;
   const double grad_bytes_per_param = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
   c.dp_grad_reduce_bytes = stage_params * grad_bytes_per_param;
   c.dp_param_gather_bytes = par.zero_stage >= 1 ? stage_params * kWeightBytesPerParam : 0.0;
   const std::int64_t dp_stride = static_cast<std::int64_t>(par.tensor_model_parallel_size) *
                                  par.context_parallel_size * (par.placement == PlacementOrder::DpFirst ? 1 : pp);
   const CollGroupShape dp_group = group_shape(dp, dp_stride, job.cluster.gpus_per_node);
+  const CollOp reduce = par.zero_stage == 0 ? CollOp::AllReduce : CollOp::ReduceScatter;
   if (dp > 1) {
-    const CollOp reduce = par.zero_stage == 0 ? CollOp::AllReduce : CollOp::ReduceScatter;
     c.dp_reduce_time_s = collective_time_s(reduce, c.dp_grad_reduce_bytes, dp_group, job.cluster, ctx.nccl);
     c.dp_gather_time_s = par.zero_stage >= 1 ? collective_time_s(CollOp::AllGather, c.dp_param_gather_bytes,
                                                                  dp_group, job.cluster, ctx.nccl)
                                              : 0.0;
     if (par.zero_stage == 3) c.dp_gather_time_s *= 2.0;  // parameters gathered for forward and backward
+  }
+  const std::int64_t edp = expert_data_parallel_size(job);
+  if (stage.expert > 0 && edp > 1) {
+    const CollGroupShape edp_group =
+        group_shape(edp, static_cast<std::int64_t>(expert_tensor_parallel_size(job)) * par.expert_model_parallel_size,
+                    job.cluster.gpus_per_node);
+    const double grad_bytes = stage.expert * grad_bytes_per_param;
+    const double param_bytes = par.zero_stage >= 1 ? stage.expert * kWeightBytesPerParam : 0.0;
+    c.dp_reduce_time_s += collective_time_s(reduce, grad_bytes, edp_group, job.cluster, ctx.nccl);
+    if (par.zero_stage >= 1) {
+      c.dp_gather_time_s += (par.zero_stage == 3 ? 2.0 : 1.0) *
+                            collective_time_s(CollOp::AllGather, param_bytes, edp_group, job.cluster, ctx.nccl);
+    }
+    // The event engine moves the DP bytes as flows over the DP group: add the expert bytes
+    // scaled so each rank sends what it sends in its expert-DP group ((n - 1) / n of the buffer).
+    if (dp > 1) {
+      const double scale = (static_cast<double>(edp - 1) / static_cast<double>(edp)) /
+                           (static_cast<double>(dp - 1) / static_cast<double>(dp));
+      c.dp_grad_reduce_bytes += grad_bytes * scale;
+      c.dp_param_gather_bytes += param_bytes * scale;
+    }
   }
   c.dp_overlap_compute_slowdown = ctx.overlap_slowdown;
 }
@@ -99,7 +126,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const LayerPasses passes = time_layer_passes(ctx);
 
   StepCosts c;
-  const ChunkCosts one_layer = pass_costs(passes.layer_fwd, passes.layer_bwd, ov);
+  const ChunkCosts one_layer = pass_costs(ctx, passes.layer_fwd, passes.layer_bwd, ov);
   c.layer_fwd_s = one_layer.fwd_s();
   c.layer_bwd_s = one_layer.bwd_s();
   c.pp = job.parallel.pipeline_model_parallel_size;
@@ -115,6 +142,10 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
 }
 
 std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data) {
+  return layer_kernel_times(job, data, layer_kind(job.model, 0));
+}
+
+std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data, const LayerKind& kind) {
   const Context ctx = make_context(job, data);
   std::vector<LayerKernelTime> rows;
   const auto add = [&](const char* pass, const std::vector<LayerOp>& ops) {
@@ -124,9 +155,9 @@ std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCo
       rows.push_back(LayerKernelTime{pass, op, s});
     }
   };
-  add("forward", layer_forward_ops(job));
-  add("backward", layer_backward_ops(job));
-  add("recompute", layer_recompute_ops(job));
+  add("forward", layer_forward_ops(job, kind));
+  add("backward", layer_backward_ops(job, kind));
+  add("recompute", layer_recompute_ops(job, kind));
   return rows;
 }
 

@@ -28,6 +28,8 @@ struct PassTimes {
   double async_comm_s = 0;
   double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
+  double ep_comm_s = 0;     // MoE dispatch and combine over the expert-parallel group
+  double shared_expert_s = 0;  // the shared experts' kernels (what shared-expert overlap hides EP behind)
   int kernels = 0;          // kernel launches
   double tp_comm_s() const { return overlap_comm_s + other_comm_s + async_comm_s; }  // serial TP time
   PassTimes scaled(int n) const {
@@ -39,6 +41,8 @@ struct PassTimes {
     t.async_comm_s *= n;
     t.async_exposed_s *= n;
     t.cp_comm_s *= n;
+    t.ep_comm_s *= n;
+    t.shared_expert_s *= n;
     t.kernels *= n;
     return t;
   }
@@ -50,6 +54,8 @@ struct PassTimes {
     async_comm_s += o.async_comm_s;
     async_exposed_s += o.async_exposed_s;
     cp_comm_s += o.cp_comm_s;
+    ep_comm_s += o.ep_comm_s;
+    shared_expert_s += o.shared_expert_s;
     kernels += o.kernels;
     return *this;
   }

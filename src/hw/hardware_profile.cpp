@@ -66,9 +66,10 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.name = j.contains("name") && j.at("name").is_string() ? j.at("name").get<std::string>() : path;
   const auto& g = obj(j, path, "gemm");
   const std::string gp = join_path(path, "gemm");
-  require_known_keys(g, gp, {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "sm_count", "latency_s",
-                             "main_grad_exposed_fraction"});
+  require_known_keys(g, gp, {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "grouped_wave_weight",
+                             "sm_count", "latency_s", "main_grad_exposed_fraction"});
   read_gemm_shape(g, gp, hw.gemm);
+  hw.gemm.grouped_wave_weight = num(g, gp, "grouped_wave_weight", 0, 1);
   hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
   hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
   // Measured on Hopper only; a block without it does not charge the main-grad epilogue.

@@ -65,6 +65,32 @@ double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, s
   return g.latency_s + std::max(compute_s, memory_s);
 }
 
+double grouped_gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,
+                           const std::vector<std::int64_t>& rows, std::int64_t n, std::int64_t k, bool rows_are_k) {
+  const GemmParams& g = gemm_params(hw, p);
+  const double elem = p == Precision::Fp8 ? 1.0 : 2.0;
+  double compute_s = 0, tiles = 0, bytes = 0;
+  for (const std::int64_t r : rows) {
+    if (r <= 0) continue;
+    // fprop / dgrad: (r x k) @ (k x n); wgrad: the reduction runs over the rows (m = k, k = r).
+    const std::int64_t m = rows_are_k ? k : r;
+    const std::int64_t kk = rows_are_k ? r : k;
+    const std::int64_t tm = ceil_div(m, g.tile_m), tn = ceil_div(n, g.tile_n);
+    // Each expert's problem pays its own tile padding and k ramp, as a GEMM of its own would.
+    const double u_pad = dd(m) * dd(n) / (dd(tm * g.tile_m) * dd(tn * g.tile_n));
+    const double r_k = dd(kk) / (dd(kk) + g.k_half);
+    compute_s += 2.0 * dd(m) * dd(n) * dd(kk) / (peak_flops(gpu, p) * g.max_efficiency * u_pad * r_k);
+    tiles += dd(tm * tn);
+    bytes += elem * (dd(m) * dd(kk) + dd(kk) * dd(n)) + 2.0 * dd(m) * dd(n);
+  }
+  if (tiles <= 0) return 0.0;
+  // One kernel schedules every expert's tiles: the wave tail is counted over all of them.
+  const double waves = tiles / std::max(1, g.sm_count);
+  compute_s /= 1.0 - g.grouped_wave_weight * (1.0 - waves / std::ceil(waves));
+  const double memory_s = bytes / (gpu.memory_bandwidth_Bps * hw.copy_bw_fraction);
+  return g.latency_s + std::max(compute_s, memory_s);
+}
+
 double memory_bound_time_s(const HardwareProfile& hw, const GpuSpec& gpu, double bytes) {
   if (bytes <= 0) return 0.0;
   return hw.memory_latency_s + bytes / (gpu.memory_bandwidth_Bps * hw.elementwise_bw_fraction);

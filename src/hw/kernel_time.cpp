@@ -6,6 +6,23 @@
 
 namespace megasim {
 
+namespace {
+
+// MoE expert GEMMs: one grouped kernel, or a loop of one GEMM per expert (each with its launch).
+// The shared dimension that is not the rows: fprop/dgrad (rows x n x k), wgrad (k x n x rows)
+// where the op's gemm_m holds that k.
+double expert_gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, const LayerOp& op) {
+  const std::int64_t other = op.weight_gradient ? op.gemm_m : op.gemm_k;
+  if (op.grouped) return grouped_gemm_time_s(hw, gpu, p, op.expert_rows, op.gemm_n, other, op.weight_gradient);
+  double t = 0;
+  for (const std::int64_t r : op.expert_rows) {
+    t += op.weight_gradient ? gemm_time_s(hw, gpu, p, other, op.gemm_n, r) : gemm_time_s(hw, gpu, p, r, op.gemm_n, other);
+  }
+  return t;
+}
+
+}  // namespace
+
 double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const LayerOp& op) {
   double t = 0;
   switch (op.kind) {
@@ -13,7 +30,11 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const LayerOp& o
       // Under fp8 training only the layers' linears are FP8 (op.fp8); other GEMMs stay 16-bit,
       // which BF16 and FP16 run at the same rates.
       const Precision gp = op.fp8 ? Precision::Fp8 : Precision::Bf16;
-      t = gemm_time_s(hw, gpu, gp, op.gemm_m, op.gemm_n, op.gemm_k);
+      if (!op.expert_rows.empty()) {
+        t = expert_gemm_time_s(hw, gpu, gp, op);
+      } else {
+        t = gemm_time_s(hw, gpu, gp, op.gemm_m, op.gemm_n, op.gemm_k);
+      }
       // Megatron-family frameworks accumulate weight gradients straight into the main-grad
       // buffer (gradient-accumulation fusion: the wgrad GEMM reads and writes C in the
       // gradient dtype instead of writing a 16-bit result; without the fusion a separate add

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "megasim/model/params.hpp"
+
 namespace megasim {
 namespace {
 
@@ -30,10 +32,73 @@ Terms terms(const ModelSpec& m, std::int64_t seq) {
                c * (f / h) * gamma, c * static_cast<double>(m.vocab_size) / (2.0 * L * h)};
 }
 
+// Per layer, per token, forward + backward. MLA follows Megatron-Core's MLA term (training.py:
+// the low-rank projections, and the score and context products over half the causal matrix, as
+// that term writes them); MoE layers count the top-k routed experts and the shared experts.
+Terms layer_terms(const ModelSpec& m, std::int64_t layer, std::int64_t seq) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double gamma = m.gated_mlp ? 1.5 : 1.0;
+  Terms t{};
+  const std::int64_t span = is_sliding_layer(m, layer) ? std::min(*m.sliding_window, seq) : seq;
+  if (is_mla(m)) {
+    const MlaSpec& x = m.mla;
+    const double qk = static_cast<double>(x.qk_nope_head_dim + x.qk_rope_head_dim);
+    const double v = static_cast<double>(x.v_head_dim);
+    const double q_term = x.q_lora_rank > 0 ? static_cast<double>(x.q_lora_rank) * (h + a * qk + 1.0) : h * a * qk;
+    t.linear_attn = 6.0 * (q_term +
+                           static_cast<double>(x.kv_lora_rank) *
+                               (h + a * static_cast<double>(x.qk_nope_head_dim) + a * v + 1.0) +
+                           h * static_cast<double>(x.qk_rope_head_dim) + a * v * h);
+    t.score = 6.0 * static_cast<double>(span) * a * (qk + v) / 2.0;
+  } else {
+    const double g = static_cast<double>(m.num_key_value_heads > 0 ? m.num_key_value_heads : m.num_attention_heads);
+    const double hd = static_cast<double>(m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads);
+    const double q = a * hd;
+    t.linear_attn = 12.0 * h * h * (1.0 + g / a) * (q / h);
+    t.score = 12.0 * h * h * (static_cast<double>(span) / h) * (q / h);
+  }
+  if (is_moe_layer(m, layer)) {
+    const MoeSpec& e = m.moe;
+    t.mlp = 12.0 * h * gamma *
+            (static_cast<double>(e.expert_intermediate_size) * static_cast<double>(e.experts_per_token) +
+             static_cast<double>(e.shared_expert_intermediate_size));
+  } else {
+    const double f = static_cast<double>(m.intermediate_size > 0 ? m.intermediate_size : 4 * m.hidden_size);
+    t.mlp = 12.0 * h * f * gamma;
+  }
+  return t;
+}
+
+// Whether every layer is the same dense GQA layer (the closed form above applies).
+bool uniform_dense(const ModelSpec& m) {
+  return !is_moe(m) && !is_mla(m) && m.layer_is_sliding.empty() && m.num_nextn_predict_layers == 0;
+}
+
+// Sum over the layers, the multi-token-prediction modules included (Megatron-Core counts each
+// as one more layer of the last layer's kind, its norms and 2h -> h projection, and one more
+// pass through the output head).
+Terms all_terms(const ModelSpec& m, std::int64_t seq) {
+  if (uniform_dense(m)) return terms(m, seq);
+  Terms sum{};
+  const std::int64_t layers = m.num_hidden_layers + m.num_nextn_predict_layers;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const Terms t = layer_terms(m, i, seq);
+    sum.linear_attn += t.linear_attn;
+    sum.score += t.score;
+    sum.mlp += t.mlp;
+  }
+  const double h = static_cast<double>(m.hidden_size);
+  const double mtp = static_cast<double>(m.num_nextn_predict_layers);
+  sum.linear_attn += 6.0 * mtp * (3.0 * h + 2.0 * h * h);
+  sum.lm_head = 6.0 * h * static_cast<double>(m.vocab_size) * (mtp + 1.0);
+  return sum;
+}
+
 }  // namespace
 
 double model_flops_per_token(const JobSpec& job) {
-  const Terms t = terms(job.model, job.training.seq_length);
+  const Terms t = all_terms(job.model, job.training.seq_length);
   return t.linear_attn + t.score + t.mlp + t.lm_head;
 }
 
@@ -43,7 +108,7 @@ double model_flops_per_step(const JobSpec& job) {
 }
 
 double hardware_flops_per_step(const JobSpec& job) {
-  const Terms t = terms(job.model, job.training.seq_length);
+  const Terms t = all_terms(job.model, job.training.seq_length);
   double per_token = t.linear_attn + t.score + t.mlp + t.lm_head;
   // Each term above is fwd+bwd = 3x its forward; a recomputed forward adds 1/3 of it (full:
   // Narayanan Eq. 3, 96·B·s·l·h²·(1 + s/6h + V/16lh)). Selective follows Korthikanti's published

@@ -29,12 +29,13 @@
 
 #include "megasim/core/error.hpp"
 #include "megasim/model/params.hpp"
+#include "op_builders.hpp"
 
 namespace megasim {
 
 bool is_communication(OpKind k) {
   return k == OpKind::TpAllGather || k == OpKind::TpReduceScatter || k == OpKind::TpAllReduce ||
-         k == OpKind::CpExchange;
+         k == OpKind::CpExchange || k == OpKind::EpDispatch || k == OpKind::EpCombine;
 }
 
 AttentionKernel parse_attention_kernel(const std::string& name, const std::string& path) {
@@ -55,30 +56,39 @@ const char* to_string(OpKind k) {
     case OpKind::TpReduceScatter: return "tp_reduce_scatter";
     case OpKind::TpAllReduce: return "tp_all_reduce";
     case OpKind::CpExchange: return "cp_exchange";
+    case OpKind::EpDispatch: return "ep_dispatch";
+    case OpKind::EpCombine: return "ep_combine";
   }
   return "?";
 }
 
 double activation_bytes_per_element(Precision) { return 2.0; }
 
-namespace {
+LayerKind layer_kind(const ModelSpec& m, std::int64_t layer) {
+  return LayerKind{is_moe_layer(m, layer), is_sliding_layer(m, layer)};
+}
 
-struct Dims {
-  std::int64_t t, cp, b, s_local, tokens, h, a_local, g_local, hd, q_local, kv_local, f_local,
-      fc1_local, span, vocab_local;
-  double e;      // bytes per activation element
-  bool sp, fused, ptb, gated;
-  bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
-  bool bias;                               // linear layers carry biases
-  bool rope;                               // rotary position embeddings rotate Q and K
-  bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
-  bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
-  bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
-  double main_grad_bytes;          // per element of the main-grad buffer wgrad GEMMs accumulate into
-  AttentionKernel attention_kernel;
-};
+std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
+  std::vector<LayerKind> kinds;
+  for (std::int64_t i = 0; i < m.num_hidden_layers + m.num_nextn_predict_layers; ++i) {
+    const LayerKind k = layer_kind(m, i);
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  }
+  return kinds;
+}
 
-Dims dims(const JobSpec& job) {
+const char* describe(const LayerKind& k) {
+  if (k.moe) return k.sliding ? "MoE block, sliding-window attention" : "MoE block, full attention";
+  return k.sliding ? "dense MLP, sliding-window attention" : "dense MLP, full attention";
+}
+
+namespace model_detail {
+
+
+
+Dims dims(const JobSpec& job) { return dims(job, LayerKind{}); }
+
+Dims dims(const JobSpec& job, const LayerKind& kind) {
   const ModelSpec& m = job.model;
   Dims x{};
   x.t = std::max(1, job.parallel.tensor_model_parallel_size);
@@ -97,8 +107,19 @@ Dims dims(const JobSpec& job) {
   x.f_local = f / x.t;
   x.gated = m.gated_mlp;
   x.fc1_local = x.gated ? 2 * x.f_local : x.f_local;
-  x.span = m.sliding_window ? std::min(*m.sliding_window, job.training.seq_length)
-                            : job.training.seq_length;
+  x.span = m.sliding_window && kind.sliding ? std::min(*m.sliding_window, job.training.seq_length)
+                                            : job.training.seq_length;
+  x.o_local = x.q_local;
+  if (is_mla(m)) {
+    // MLA: per head, queries and keys of qk_nope + qk_rope, values of v_head_dim; the attention
+    // kernel's FLOPs are those of one head dimension of their mean.
+    const MlaSpec& a = m.mla;
+    x.mla = true;
+    x.q_local = x.a_local * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+    x.kv_local = x.a_local * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
+    x.o_local = x.a_local * a.v_head_dim;
+    x.hd = (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) / 2;
+  }
   x.vocab_local = padded_vocab_size(m, static_cast<int>(x.t)) / x.t;
   x.e = activation_bytes_per_element(job.training.precision);
   x.main_grad_bytes = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
@@ -224,7 +245,7 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   op.flops = backward ? 2.5 * fwd : fwd;
   // Flash attention: reads Q, K, V (+ O, dO, LSE backward), writes O (dQ, dK, dV backward).
   const double qkv = dd(x.tokens) * dd(x.q_local + x.kv_local) * x.e;
-  const double o = dd(x.tokens) * dd(x.q_local) * x.e;
+  const double o = dd(x.tokens) * dd(x.o_local) * x.e;
   op.bytes = backward ? 2.0 * qkv + 2.0 * o : qkv + o;
   (void)job;
   return op;
@@ -274,10 +295,14 @@ void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
                      dd(x.tokens) * dd(x.kv_local) * x.e * dd(x.cp - 1), false));
 }
 
-}  // namespace
+}  // namespace model_detail
 
-std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
+using namespace model_detail;
+
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job) { return layer_forward_ops(job, LayerKind{}); }
+
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind) {
+  const Dims x = dims(job, kind);
   std::vector<LayerOp> ops;
   ops.reserve(20);
   const std::int64_t T = x.tokens;
@@ -285,14 +310,14 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
     // y = x + Attn(LN(x)) + MLP(LN(x)): one norm, one AG, one RS (MegaScale §3.1, Fig. 3a).
     ops.push_back(norm_fwd(x, "input_norm"));
     add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
-    ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
+    add_qkv_fwd(ops, job, x);
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
     add_rope(ops, x, false);
     add_cp(ops, x, "cp_kv_exchange");
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
-    add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.q_local));
-    ops.push_back(linear(x, "attn_proj", T, x.h, x.q_local, x.attn_overlap));
+    add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
+    ops.push_back(linear(x, "attn_proj", T, x.h, x.o_local, x.attn_overlap));
     ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));  // accumulates onto attn_proj (beta=1)
     add_rs_or_ar(ops, x, "tp_reduce_scatter", true, forward_rs_bytes(x, true));
     ops.push_back(bda_fwd(x, "bias_dropout_add"));
@@ -300,25 +325,29 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) {
   }
   ops.push_back(norm_fwd(x, "input_norm"));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
-  ops.push_back(linear(x, "qkv", T, x.q_local + x.kv_local, x.h, x.attn_overlap));
+  add_qkv_fwd(ops, job, x);
   add_rope(ops, x, false);
   add_cp(ops, x, "cp_kv_exchange");
   ops.push_back(attention(job, x, false));
-  add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.q_local));
-  ops.push_back(linear(x, "attn_proj", T, x.h, x.q_local, x.attn_overlap));
+  add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
+  ops.push_back(linear(x, "attn_proj", T, x.h, x.o_local, x.attn_overlap));
   add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", x.attn_overlap, forward_rs_bytes(x, x.attn_overlap));
   ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
   ops.push_back(norm_fwd(x, "post_attn_norm"));
-  add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
-  ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
-  ops.push_back(act_fwd(x));
-  ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));
-  add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+  if (kind.moe) {
+    add_moe_forward(ops, job, x);
+  } else {
+    add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
+    ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
+    ops.push_back(act_fwd(x));
+    ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));
+    add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+  }
   ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
   return ops;
 }
 
-namespace {
+namespace model_detail {
 
 // dgrad: dX[T,k] = dY[T,n] W^T ; wgrad: dW[k,n] = X^T[k,T] dY[T,n].
 // Returns the dgrad GEMM's position in `ops`; its wgrad GEMM follows it directly.
@@ -337,7 +366,7 @@ std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* n
 // and transposed first, unless the activation backward already wrote the FP8 copies.
 // Returns the dgrad GEMM's position (add_gemm_bwd).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                           std::int64_t k, bool overlap, bool grad_cast_fused = false) {
+                           std::int64_t k, bool overlap, bool grad_cast_fused) {
   if (!grad_cast_fused) add_fp8_cast_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(n));
   return add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
@@ -365,7 +394,7 @@ void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, con
 // dgrad GEMM reads it as gathered and the wgrad GEMM its transpose; otherwise as add_linear_bwd.
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap) {
   if (!fp8_gathered_grad(x)) {
-    add_linear_bwd(ops, x, name, x.h, k, overlap);
+    add_linear_bwd(ops, x, name, x.h, k, overlap, false);
     return;
   }
   add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
@@ -397,10 +426,12 @@ void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag,
   }
 }
 
-}  // namespace
+}  // namespace model_detail
 
-std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job) { return layer_backward_ops(job, LayerKind{}); }
+
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind) {
+  const Dims x = dims(job, kind);
   std::vector<LayerOp> ops;
   ops.reserve(28);
   const bool ffn = true;
@@ -412,48 +443,54 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) {
     add_grad_ag(ops, x, "tp_all_gather_grad", "output", ffn);  // backward of the forward RS
     add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
     add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
-    add_row_linear_bwd(ops, x, "attn_proj", x.q_local, x.attn_overlap);
+    add_row_linear_bwd(ops, x, "attn_proj", x.o_local, x.attn_overlap);
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_rope(ops, x, true);
     add_fp8_transpose(ops, x, "input_norm_output", norm_out);
     const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
-    const std::size_t qkv = add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+    const std::size_t qkv = add_qkv_bwd(ops, job, x);
     add_col_bwd_comm(ops, x, "shared", ffn, {fc1, qkv}, norm_out_bytes(x));
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
   add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
-  add_grad_ag(ops, x, "tp_all_gather_grad_mlp", "fc2", ffn);
-  add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
-  add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
-  ops.push_back(act_bwd(x));
-  add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
-  const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
-  add_col_bwd_comm(ops, x, "mlp", ffn, {fc1}, norm_out_bytes(x));
+  if (kind.moe) {
+    add_moe_backward(ops, job, x);
+  } else {
+    add_grad_ag(ops, x, "tp_all_gather_grad_mlp", "fc2", ffn);
+    add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
+    add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
+    ops.push_back(act_bwd(x));
+    add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
+    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+    add_col_bwd_comm(ops, x, "mlp", ffn, {fc1}, norm_out_bytes(x));
+  }
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_grad_ag(ops, x, "tp_all_gather_grad_attn", "attn_proj", x.attn_overlap);
-  add_row_linear_bwd(ops, x, "attn_proj", x.q_local, x.attn_overlap);
+  add_row_linear_bwd(ops, x, "attn_proj", x.o_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_rope(ops, x, true);
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);
-  const std::size_t qkv = add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
+  const std::size_t qkv = add_qkv_bwd(ops, job, x);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }
 
-std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) {
+std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) { return layer_recompute_ops(job, LayerKind{}); }
+
+std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& kind) {
   switch (job.training.recompute) {
     case Recompute::None: return {};
     case Recompute::Selective: {
-      const Dims x = dims(job);
+      const Dims x = dims(job, kind);
       return {attention(job, x, false)};
     }
-    case Recompute::Full: return layer_forward_ops(job);
+    case Recompute::Full: return layer_forward_ops(job, kind);
   }
   return {};
 }

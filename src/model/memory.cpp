@@ -23,7 +23,9 @@ bool gradients_sharded(const JobSpec& job) {
          (gradients_reduced_every_micro_batch(job) || micro_batches_per_pipeline(job) == 1);
 }
 
-double layer_activation_bytes(const JobSpec& job) {
+double layer_activation_bytes(const JobSpec& job) { return layer_activation_bytes(job, 0); }
+
+double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   const ModelSpec& m = job.model;
   const double t = std::max(1, job.parallel.tensor_model_parallel_size);
   const double cp = std::max(1, job.parallel.context_parallel_size);
@@ -35,8 +37,8 @@ double layer_activation_bytes(const JobSpec& job) {
   const double g = dd(m.num_key_value_heads > 0 ? m.num_key_value_heads : m.num_attention_heads);
   const double q = a * hd;
   const double f = dd(m.intermediate_size > 0 ? m.intermediate_size : 4 * m.hidden_size);
-  const double span = dd(m.sliding_window ? std::min(*m.sliding_window, job.training.seq_length)
-                                          : job.training.seq_length);
+  const double span = dd(is_sliding_layer(m, layer) ? std::min(*m.sliding_window, job.training.seq_length)
+                                                     : job.training.seq_length);
   const bool sp = job.parallel.sequence_parallel && t > 1;
   const double sbh = s * b * h;
 
@@ -49,13 +51,54 @@ double layer_activation_bytes(const JobSpec& job) {
   const double masks = m.hidden_dropout > 0 ? 2.0 * sbh : 0.0;
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
   double sharded = s * b * (4.0 * q + 4.0 * g * hd);       // Q, K, V and context (16-bit)
-  sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
+  if (is_moe_layer(m, layer)) {
+    sharded += moe_mlp_activation_bytes(job, s * b);
+  } else {
+    sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
+  }
+  // MLA's compressed query and key/value latents (inputs of the up-projections, which every TP
+  // rank computes in full: the down-projections are duplicated).
+  double latents = 0;
+  if (is_mla(m)) latents = 2.0 * s * b * dd(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
   const bool flash = job.system.attention_kernel != "unfused";
   if (!flash && job.training.recompute != Recompute::Selective) {
     // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only
     sharded += (m.attention_dropout > 0 ? 5.0 : 2.0) * a * s * span * b;
   }
-  return (sp ? replicated / t : replicated) + sharded / t;
+  return (sp ? replicated / t : replicated) + sharded / t + latents;
+}
+
+double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
+  const ModelSpec& m = job.model;
+  const MoeSpec& e = m.moe;
+  const double h = dd(m.hidden_size);
+  const double t = std::max(1, job.parallel.tensor_model_parallel_size);
+  const double etp = expert_tensor_parallel_size(job);
+  const double per_width = m.gated_mlp ? 6.0 : 4.0;  // FC1 out (+gate) and activation out, 16-bit
+  // Routed: every token goes to top-k experts; a rank keeps, for its share of those copies, the
+  // permuted input (FC1's wgrad operand) and its expert's FC1 and activation outputs. Expressed
+  // per TP rank (the caller divides by TP): ETP ranks share each copy's width, and each rank
+  // holds ETP/TP of the copies.
+  const double copies = tokens * dd(e.experts_per_token);
+  double bytes = copies * (2.0 * h * etp + per_width * dd(e.expert_intermediate_size));
+  bytes += tokens * dd(e.num_experts) * 4.0 * t;  // router logits and probabilities (FP32, every rank)
+  // Shared experts: a TP-parallel MLP.
+  bytes += per_width * tokens * dd(e.shared_expert_intermediate_size);
+  return bytes;
+}
+
+double stage_layer_activation_bytes(const JobSpec& job, int stage) {
+  const ModelSpec& m = job.model;
+  if (!is_moe(m) && m.layer_is_sliding.empty()) return layer_activation_bytes(job, 0);
+  double sum = 0;
+  std::int64_t n = 0;
+  for (int v = 0; v < std::max(1, job.parallel.virtual_pipeline_model_parallel_size); ++v) {
+    const std::int64_t first = first_layer_in_chunk(job, stage, v);
+    for (std::int64_t i = first; i < first + layers_in_chunk(job, stage, v); ++i, ++n) {
+      sum += layer_activation_bytes(job, i);
+    }
+  }
+  return n > 0 ? sum / dd(n) : layer_activation_bytes(job, 0);
 }
 
 double activation_layer_units_in_flight(const JobSpec& job, int stage) {
@@ -93,25 +136,31 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   const int cp = std::max(1, job.parallel.context_parallel_size);
   const double dp = dd(std::max<std::int64_t>(1, job.parallel.data_parallel_size));
   const int zero = job.parallel.zero_stage;
-  const double params = parameters_per_gpu(job, stage);
-  // ZeRO shards over the data-parallel group (with CP, Megatron shards over DP x CP).
+  const StageParameters sp_params = stage_parameters_per_gpu(job, stage);
+  const double params = sp_params.dense;
+  const double experts = sp_params.expert;
+  // ZeRO shards over the data-parallel group (with CP, Megatron shards over DP x CP); routed
+  // experts' states over the expert data-parallel group (Megatron-Core's distributed optimizer).
   const double shard = dp * cp;
+  const double expert_shard = dd(expert_data_parallel_size(job));
 
   MemoryBreakdown r;
   // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
-  r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0);
+  r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0) + experts * 2.0 / (zero >= 3 ? expert_shard : 1.0);
   const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
   // Gradients are resident until they are reduced. Reduced once per step, after each chunk's
   // last backward (MegaScale's ZeRO-2, section 3.2; Megatron's distributed optimizer; FSDP
   // under no_sync), every chunk's full gradients accumulate side by side with the activations;
   // see gradients_sharded.
   const bool grads_sharded = gradients_sharded(job);
-  r.gradients_bytes = params * grad_b / (grads_sharded ? shard : 1.0);
+  r.gradients_bytes =
+      params * grad_b / (grads_sharded ? shard : 1.0) + experts * grad_b / (grads_sharded ? expert_shard : 1.0);
   // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
-  r.optimizer_states_bytes = params * 12.0 / (zero >= 1 ? shard : 1.0);
+  r.optimizer_states_bytes =
+      params * 12.0 / (zero >= 1 ? shard : 1.0) + experts * 12.0 / (zero >= 1 ? expert_shard : 1.0);
 
   // Activations: layers in flight, plus the extra first/last-stage tensors.
-  double act = layer_activation_bytes(job) * activation_layer_units_in_flight(job, stage);
+  double act = stage_layer_activation_bytes(job, stage) * activation_layer_units_in_flight(job, stage);
   const double s = dd(job.training.seq_length) / cp;
   const double b = dd(job.training.micro_batch_size);
   const double h = dd(m.hidden_size);

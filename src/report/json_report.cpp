@@ -16,6 +16,7 @@ nlohmann::json breakdown_to_json(const StepBreakdown& b) {
                         {"exposed_pp_comm", b.exposed_pp_comm_s},
                         {"exposed_dp_comm", b.exposed_dp_comm_s},
                         {"exposed_cp_comm", b.exposed_cp_comm_s},
+                        {"exposed_ep_comm", b.exposed_ep_comm_s},
                         {"pipeline_bubble", b.pipeline_bubble_s},
                         {"optimizer", b.optimizer_s},
                         {"data_loading", b.data_loading_s},
@@ -38,6 +39,19 @@ nlohmann::json step_report_to_json(const StepReport& r) {
   j["hardware_flops_per_step"] = r.hardware_flops_per_step;
   j["peak_flops_per_gpu"] = r.peak_flops_per_gpu;
   j["model_parameters"] = r.model_parameters;
+  j["model_active_parameters"] = r.model_active_parameters;
+  if (r.model_mtp_parameters > 0) j["model_mtp_parameters"] = r.model_mtp_parameters;
+  if (r.moe) {
+    const MoeSummary& m = *r.moe;
+    j["moe"] = {{"ep", m.ep},
+                {"etp", m.etp},
+                {"edp", m.edp},
+                {"dispatcher", m.dispatcher},
+                {"routing_cv", m.routing_cv},
+                {"max_to_mean_rank_load", m.max_to_mean_rank_load},
+                {"max_to_mean_expert_load", m.max_to_mean_expert_load},
+                {"dropped_token_fraction", m.dropped_token_fraction}};
+  }
   if (r.time_to_train_days) {
     j["time_to_train_days"] = *r.time_to_train_days;
   } else {
@@ -120,6 +134,15 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   line(out, "HFU", fmt("%.1f%%", 100.0 * r.hfu));
   line(out, "model TFLOP/s per GPU", fmt("%.1f", r.model_tflops_per_gpu));
   line(out, "model parameters", human_number(r.model_parameters));
+  if (r.moe) {
+    line(out, "active parameters", human_number(r.model_active_parameters) + " per token");
+    line(out, "experts", "EP " + std::to_string(r.moe->ep) + " · ETP " + std::to_string(r.moe->etp) +
+                             " · expert DP " + std::to_string(r.moe->edp) + " · " + r.moe->dispatcher +
+                             fmt(" dispatch · busiest rank %.2fx the mean", r.moe->max_to_mean_rank_load));
+    if (r.moe->dropped_token_fraction > 0) {
+      line(out, "dropped tokens", fmt("%.2f%% of routed copies", 100.0 * r.moe->dropped_token_fraction));
+    }
+  }
   if (r.time_to_train_days) line(out, "time to train", fmt("%.2f days", *r.time_to_train_days));
   if (r.startup_s > 0) line(out, "communicator start-up", format_time(r.startup_s));
   out << "  step-time breakdown:\n";
@@ -129,6 +152,7 @@ void print_text_report(const StepReport& r, std::ostream& out) {
   share(out, "exposed PP comm", r.breakdown.exposed_pp_comm_s, t);
   share(out, "exposed DP comm", r.breakdown.exposed_dp_comm_s, t);
   share(out, "exposed CP comm", r.breakdown.exposed_cp_comm_s, t);
+  if (r.moe) share(out, "exposed EP comm", r.breakdown.exposed_ep_comm_s, t);
   share(out, "pipeline bubble", r.breakdown.pipeline_bubble_s, t);
   share(out, "optimizer", r.breakdown.optimizer_s, t);
   share(out, "data loading", r.breakdown.data_loading_s, t);

@@ -48,6 +48,22 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
   const bool fused_attention = s.attention_kernel == "flash-v2" || s.attention_kernel == "cudnn-fused";
   const std::string attention_to = fused_attention ? "unfused" : "flash-v2";
   f.push_back({"fused attention kernel", {"system.attention_kernel=" + attention_to}, s.attention_kernel, attention_to});
+  // Mixture of Experts: the grouped expert GEMM, the routing the step assumes, and the overlaps
+  // of the EP dispatch (Megatron-Core's switches).
+  if (is_moe(job.model)) {
+    f.push_back(flip("grouped expert GEMM", "system.moe_grouped_gemm", s.moe_grouped_gemm));
+    f.push_back(flip("forced expert balance", "training.moe_router_force_load_balancing",
+                     job.training.moe_router_force_load_balancing));
+    if (job.parallel.expert_model_parallel_size > 1) {
+      if (job.model.moe.shared_expert_intermediate_size > 0) {
+        f.push_back(flip("shared-expert overlap", "system.moe_shared_expert_overlap", s.moe_shared_expert_overlap));
+      }
+      if (job.training.recompute != Recompute::Full) {
+        f.push_back(flip("1F1B all-to-all overlap", "system.overlap_moe_expert_parallel_comm",
+                         s.overlap_moe_expert_parallel_comm));
+      }
+    }
+  }
   // Data pipeline (section 3.4) and the GC fix (section 6.3).
   f.push_back(flip("asynchronous data preprocessing", "system.async_data_preprocessing", s.async_data_preprocessing));
   f.push_back(flip("one data loader per node", "system.data_loader_per_node", s.data_loader_per_node));

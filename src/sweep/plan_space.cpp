@@ -154,6 +154,7 @@ const char* plan_rule_key(PlanRule r) {
     case PlanRule::VppMicroBatchesDivisibleByPp: return "vpp_micro_batches_divisible_by_pp";
     case PlanRule::SeqDivisibleBy2Cp: return "seq_length_divisible_by_2cp";
     case PlanRule::SeqPerCpDivisibleByTp: return "seq_per_cp_rank_divisible_by_tp";
+    case PlanRule::ExpertGridDividesGpus: return "num_gpus_divisible_by_etp_ep_pp";
     case PlanRule::Memory: return "memory";
     case PlanRule::CostModelError: return "cost_model_error";
   }
@@ -198,6 +199,15 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
   }
   if (cp > 1 && t.seq_length % (2 * cp) != 0) return PlanRule::SeqDivisibleBy2Cp;
   if (p.sequence_parallel && (t.seq_length / cp) % tp != 0) return PlanRule::SeqPerCpDivisibleByTp;
+  if (is_moe(job.model)) {
+    // Megatron-Core's expert grid (config/validate.cpp check_experts), ETP defaulting to each plan's TP.
+    const std::int64_t etp = expert_tensor_parallel_size(job);
+    const std::int64_t grid = etp * p.expert_model_parallel_size * p.pipeline_model_parallel_size;
+    if (job.cluster.num_gpus % grid != 0 || etp > job.cluster.gpus_per_node ||
+        job.model.moe.expert_intermediate_size % etp != 0 || (tp > 1 && !p.sequence_parallel)) {
+      return PlanRule::ExpertGridDividesGpus;
+    }
+  }
   return std::nullopt;
 }
 

@@ -105,7 +105,8 @@ class Builder {
       t.compute_s = cp.forward ? ch.fwd_compute_s : ch.bwd_compute_s;
       t.tp_exposed_s = cp.forward ? ch.fwd_tp_exposed_s : ch.bwd_tp_exposed_s;
       t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
-      const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s;
+      t.ep_exposed_s = cp.forward ? ch.fwd_ep_exposed_s : ch.bwd_ep_exposed_s;
+      const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s + t.ep_exposed_s;
       t.straggler_s = c_.straggler_slowdown * pass_s;
       t.other_s = c_.launch_overhead_per_chunk_s + t.straggler_s;
       const TaskIndex id = add(t);
@@ -251,6 +252,7 @@ class Builder {
     whole.compute_s *= f;
     whole.tp_exposed_s *= f;
     whole.cp_exposed_s *= f;
+    whole.ep_exposed_s *= f;
     whole.other_s *= f;
     whole.straggler_s *= f;
     whole.fixed_s *= f;

@@ -104,6 +104,48 @@ TEST(ConfigFuzz, MutatedConfigsThrowOnlyInputError) {
   std::printf("accepted %d of 1500 mutated configs\n", accepted);
 }
 
+// Mixture of Experts: the families' Hugging Face spellings, the expert grid and the pipeline
+// layout, mutated.
+TEST(ConfigFuzz, MutatedMoeConfigsThrowOnlyInputError) {
+  const auto cat = test::catalog();
+  std::vector<json> seeds;
+  for (const char* hf : {"deepseek-v3", "mixtral-8x7b", "qwen2-moe-57b-a14b", "gpt-oss-120b"}) {
+    auto j = test::small_job();
+    j["model"] = read_json_file(test::data_dir() / "hf" / (std::string(hf) + "-config.json"), "seed");
+    j["cluster"] = {{"base", "dgx-h100-ndr-clos"}, {"num_gpus", 64}};
+    j["parallel"] = {{"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1},
+                     {"expert_model_parallel_size", 8}};
+    j["training"]["moe_router_force_load_balancing"] = true;
+    seeds.push_back(j);
+  }
+  auto layout = seeds.front();
+  layout["cluster"]["num_gpus"] = 1024;
+  layout["training"]["global_batch_size"] = 1024;
+  layout["parallel"] = {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 8},
+                        {"expert_model_parallel_size", 64}, {"pipeline_model_parallel_layout", "Et|(tt|)*30mL"}};
+  seeds.push_back(layout);
+  const auto pool = nasty_values();
+  Rng rng(26);
+  int accepted = 0;
+  for (int i = 0; i < 800; ++i) {
+    const json mutated = mutate(seeds[rng.below(seeds.size())], rng, pool);
+    expect_only_input_errors([&] {
+      parse_job(mutated, cat, test::data_dir());
+      ++accepted;
+    }, mutated.dump());
+  }
+  EXPECT_GT(accepted, 20);
+  // Random layout strings: parse or InputError, never a crash or a runaway expansion.
+  const std::string alphabet = "Etm L|()*0123456789x";
+  for (int i = 0; i < 600; ++i) {
+    std::string text;
+    for (std::uint64_t n = 1 + rng.below(24); n > 0; --n) text += alphabet[rng.below(alphabet.size())];
+    json j = layout;
+    j["parallel"]["pipeline_model_parallel_layout"] = text;
+    expect_only_input_errors([&] { parse_job(j, cat, test::data_dir()); }, text);
+  }
+}
+
 TEST(ConfigFuzz, RandomOverridesThrowOnlyInputError) {
   const auto cat = test::catalog();
   const auto pool = nasty_values();

@@ -55,11 +55,12 @@ TEST(Model, HuggingFaceGptNeox20b) {
   EXPECT_FALSE(m.tie_word_embeddings);
 }
 
-TEST(Model, HuggingFaceIgnoresUnrelatedKeysNativeRejectsThem) {
+TEST(Model, HuggingFacePassesCostFreeKeysAndRejectsUnknownOnes) {
   auto hf = base_model();
   hf["model_type"] = "mistral";
   hf["torch_dtype"] = "bfloat16";
-  hf["some_future_key"] = 3;
+  hf["bos_token_id"] = 1;           // carries no training cost: read past
+  hf["router_aux_loss_coef"] = 0.02;
   const ModelSpec m = with_model(hf).model;
   // Llama-like model_type with no hidden_act: gated SiLU, RMSNorm, rope, no biases.
   EXPECT_EQ(m.hidden_act, Activation::Silu);
@@ -68,6 +69,9 @@ TEST(Model, HuggingFaceIgnoresUnrelatedKeysNativeRejectsThem) {
   EXPECT_TRUE(m.rope);
   EXPECT_FALSE(m.attention_bias);
   EXPECT_TRUE(m.tie_word_embeddings);  // HF's PretrainedConfig default
+  // A key megasim does not know might change the architecture: an error, never ignored.
+  hf["some_future_key"] = 3;
+  EXPECT_INPUT_ERROR(with_model(hf), "model.some_future_key", "does not model this Hugging Face key");
 
   auto native = base_model();
   native["some_future_key"] = 3;
@@ -189,7 +193,8 @@ TEST(Model, CatalogModelsLoad) {
   for (const auto& name : cat.names("models")) {
     auto j = test::small_job();
     j["model"] = name;
-    j["parallel"] = {{"tensor_model_parallel_size", 8}, {"pipeline_model_parallel_size", 1}};
+    // TP 4: every catalog model's heads and query groups split 4 ways (Qwen3-MoE has 4).
+    j["parallel"] = {{"tensor_model_parallel_size", 4}, {"pipeline_model_parallel_size", 1}};
     j["cluster"]["num_gpus"] = 8;
     j["training"]["global_batch_size"] = 8;
     EXPECT_EQ(parse_job(j, cat, test::data_dir()).model.name, name);

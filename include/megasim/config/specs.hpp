@@ -14,6 +14,33 @@ enum class Norm { LayerNorm, RmsNorm };
 enum class Precision { Bf16, Fp16, Fp8 };
 enum class Recompute { None, Selective, Full };
 enum class Optimizer { Adam, Lamb };
+// How an MoE layer moves tokens to their experts (Megatron-Core moe_token_dispatcher_type).
+enum class MoeDispatcher { AllToAll, AllGather, Flex };
+enum class FlexBackend { DeepEp, HybridEp };  // moe_flex_dispatcher_backend
+
+// Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
+struct MoeSpec {
+  std::int64_t num_experts = 0;                // routed experts E
+  std::int64_t experts_per_token = 0;          // top-k
+  std::int64_t expert_intermediate_size = 0;   // FFN width of one routed expert
+  // Total FFN width of the always-on shared experts (DeepSeek: n_shared_experts x
+  // moe_intermediate_size; Qwen2-MoE: shared_expert_intermediate_size); 0 = none.
+  std::int64_t shared_expert_intermediate_size = 0;
+  std::int64_t num_groups = 0;                 // group-limited routing (DeepSeek-V3 n_group); 0 = none
+  std::int64_t topk_groups = 0;                // groups a token may reach (topk_group)
+  // Per layer: 1 = the layer's MLP is an MoE block, 0 = a dense MLP of intermediate_size.
+  // num_hidden_layers entries when num_experts > 0, empty otherwise.
+  std::vector<std::uint8_t> layer_is_moe;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3); on when kv_lora_rank > 0.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;       // 0: queries projected from h directly (no low-rank step)
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
 
 // Transformer shape, named after Hugging Face config.json keys.
 struct ModelSpec {
@@ -39,7 +66,18 @@ struct ModelSpec {
   // mask is written or kept and bias-dropout-add is a plain residual add.
   double hidden_dropout = 0.1;           // residual branches and the embedding output
   double attention_dropout = 0.1;        // attention probabilities
+  MoeSpec moe;
+  MlaSpec mla;
+  // DeepSeek-V3 multi-token prediction: modules after the last layer, each one transformer
+  // layer (of the last layer's kind) plus a projection, trained with the model.
+  std::int64_t num_nextn_predict_layers = 0;
+  // Per layer (GPT-OSS layer_types): 1 = attends within sliding_window, 0 = full causal. Empty:
+  // every layer uses sliding_window (when set).
+  std::vector<std::uint8_t> layer_is_sliding;
 };
+
+inline bool is_moe(const ModelSpec& m) { return m.moe.num_experts > 0; }
+inline bool is_mla(const ModelSpec& m) { return m.mla.kv_lora_rank > 0; }
 
 // One GPU type's datasheet figures, each from the catalog with its source.
 struct GpuSpec {
@@ -103,8 +141,17 @@ struct ParallelSpec {
   // chunks, so the first (last) model chunk holds one transformer layer fewer.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  // Megatron-Core's pipeline_model_parallel_layout, expanded: transformer layers of each virtual
+  // stage (chunk v of stage s is entry v * PP + s). Empty: the even / first-last / accounted split.
+  std::vector<int> layout_layers;
   PlacementOrder placement = PlacementOrder::DpFirst;
   std::int64_t data_parallel_size = 0;  // derived: num_gpus / (TP*PP*CP)
+  // MoE parallel folding (Megatron-Core): the expert layers use ETP x EP x EDP x PP over the same
+  // GPUs as attention's TP x CP x DP x PP.
+  // Expert DP is derived (expert_data_parallel_size below), never stored, so a planner that
+  // changes TP or PP cannot leave it stale.
+  int expert_model_parallel_size = 1;   // EP
+  int expert_tensor_parallel_size = 0;  // ETP; 0 = not written: the job's TP (Megatron-Core default)
 };
 
 struct TrainingSpec {
@@ -115,6 +162,13 @@ struct TrainingSpec {
   Precision precision = Precision::Bf16;
   Optimizer optimizer = Optimizer::Adam;
   std::optional<double> train_tokens;  // enables time-to-train
+  // MoE routing (DESIGN.md A4): forced balance (Megatron-Core's benchmark switch), dropless
+  // (nullopt) or a capacity factor, and the spread of tokens over experts (coefficient of
+  // variation; nullopt = megasim's sourced default for trained routers).
+  bool moe_router_force_load_balancing = false;
+  std::optional<double> moe_expert_capacity_factor;
+  bool moe_pad_expert_input_to_capacity = false;  // every expert runs exactly its capacity
+  std::optional<double> moe_routing_skew;
 };
 
 // Which MegaScale / Megatron-LM techniques are on. Presets fill these; every field can be
@@ -161,6 +215,12 @@ struct SystemSpec {
   // (attention projection, FC2) move FP8 (Transformer Engine userbuffers' fp8_buf on
   // proj_fprop / fc2_fprop) instead of 16-bit values.
   bool tp_fp8_forward_reduce_scatter = false;
+  // MoE (DESIGN.md A4).
+  MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::AllToAll;
+  FlexBackend moe_flex_dispatcher_backend = FlexBackend::DeepEp;
+  bool moe_grouped_gemm = true;
+  bool moe_shared_expert_overlap = false;
+  bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all / compute overlap
 };
 
 struct JobSpec {
@@ -182,6 +242,8 @@ const char* to_string(Optimizer v);
 const char* to_string(Topology v);
 const char* to_string(Routing v);
 const char* to_string(PlacementOrder v);
+const char* to_string(MoeDispatcher v);
+const char* to_string(FlexBackend v);
 
 // Micro-batches each pipeline runs per step: global batch / (micro-batch size x DP); at least
 // 1 (and no division by zero) for a JobSpec built in code before validation.
@@ -190,6 +252,18 @@ inline std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
   const std::int64_t mbs = job.training.micro_batch_size > 1 ? job.training.micro_batch_size : 1;
   const std::int64_t m = job.training.global_batch_size / (dp * mbs);
   return m > 1 ? m : 1;
+}
+
+// MoE parallel folding: ETP (the job's TP unless written), and expert DP = GPUs / (ETP*EP*PP).
+inline int expert_tensor_parallel_size(const JobSpec& job) {
+  return job.parallel.expert_tensor_parallel_size > 0 ? job.parallel.expert_tensor_parallel_size
+                                                      : job.parallel.tensor_model_parallel_size;
+}
+inline std::int64_t expert_data_parallel_size(const JobSpec& job) {
+  const std::int64_t grid = static_cast<std::int64_t>(expert_tensor_parallel_size(job)) *
+                            job.parallel.expert_model_parallel_size * job.parallel.pipeline_model_parallel_size;
+  const std::int64_t edp = grid > 0 ? job.cluster.num_gpus / grid : 1;
+  return edp > 1 ? edp : 1;
 }
 
 // When the gradients are reduce-scattered: every micro-batch (system.dp_reduce_every_micro_batch

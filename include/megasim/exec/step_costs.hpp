@@ -37,6 +37,7 @@ struct LayerKernelTime {
   LayerOp op;
   double time_s = 0;
 };
-std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data);
+std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data);  // layer 0's kind
+std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data, const LayerKind& kind);
 
 }  // namespace megasim

@@ -16,6 +16,9 @@ struct GemmParams {
   int tile_m = 128, tile_n = 256;
   int sm_count = 0;            // SMs for wave quantization
   double wave_weight = 0;      // 0 = stream-K hides the wave tail, 1 = classic wave quantization
+  // The same for a grouped GEMM (MoE experts): its waves are counted over every expert's tiles.
+  // The FP8 block uses the BF16 block's figure.
+  double grouped_wave_weight = 1;
   double latency_s = 0;        // fixed per-kernel time (pipeline fill, DRAM round trip)
   // A weight-gradient GEMM that accumulates into the main-grad buffer (reads C and writes D in
   // the gradient dtype instead of writing a 16-bit result) takes this fraction of the time its

@@ -22,6 +22,11 @@ const AttentionParams& fused_attention_params(const HardwareProfile& hw, Attenti
 // The GEMM parameters for precision p: hw.gemm_fp8 for fp8 (InputError naming
 // hw.<profile>.gemm_fp8 when the profile has none), hw.gemm otherwise.
 const GemmParams& gemm_params(const HardwareProfile& hw, Precision p);
+// One grouped GEMM (MoE experts, one kernel): problem i is rows[i] x n x k, or with
+// rows_are_k (a weight gradient) k x n x rows[i]. Each problem pays its own tile padding and k
+// ramp; the wave tail is counted over all problems' tiles (gemm.grouped_wave_weight).
+double grouped_gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,
+                           const std::vector<std::int64_t>& rows, std::int64_t n, std::int64_t k, bool rows_are_k);
 double gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p, std::int64_t m,
                    std::int64_t n, std::int64_t k);
 double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision p,

@@ -19,6 +19,8 @@ enum class OpKind {
   TpReduceScatter,
   TpAllReduce,
   CpExchange,       // context-parallel K/V ring exchange; comm_bytes sent per rank
+  EpDispatch,       // MoE token dispatch / combine over the expert-parallel group; comm_bytes =
+  EpCombine,        //   this rank's routed token copies x h (balanced routing, before any skew)
 };
 bool is_communication(OpKind k);
 const char* to_string(OpKind k);
@@ -65,12 +67,34 @@ struct LayerOp {
   // for an all-gather, their wgrad GEMMs for a reduce-scatter / all-reduce); all come before it.
   // Empty for every other op.
   std::vector<std::size_t> beside_gemms;
+  // Expert GEMMs of an MoE block: each local expert's token rows (fprop/dgrad: its m; wgrad: its
+  // k, the reduction), n and k (wgrad: m and n) shared; gemm_m / gemm_k hold the sums. Run as
+  // one grouped kernel (system.moe_grouped_gemm) or as a loop of GEMMs. Empty for other ops.
+  std::vector<std::int64_t> expert_rows;
+  bool grouped = false;
+  bool shared_expert = false;  // a shared expert's kernel (what moe_shared_expert_overlap hides EP traffic behind)
 };
+
+// What makes one layer's kernels differ from another's: an MoE block or a dense MLP, and
+// attention within the sliding window or over the whole sequence.
+struct LayerKind {
+  bool moe = false;
+  bool sliding = true;  // attends within model.sliding_window when it is set
+  bool operator==(const LayerKind&) const = default;
+};
+LayerKind layer_kind(const ModelSpec& m, std::int64_t layer);
+// The distinct kinds of the model's layers (MTP modules included), in order of first appearance.
+std::vector<LayerKind> layer_kinds(const ModelSpec& m);
+const char* describe(const LayerKind& k);  // "dense MLP, full attention", ...
 
 // One layer, one micro-batch, this rank. Forward, backward (dgrad + wgrad per GEMM, reverse
 // order, communication mirrored: forward AG <-> backward RS; with SP the input is all-gathered
 // again for wgrad) and the extra forward work replayed by recomputation (selective: attention
 // core; full: the whole forward, communication included).
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind);
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind);
+std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& kind);
+// The same for a dense layer (LayerKind{}).
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job);
 std::vector<LayerOp> layer_backward_ops(const JobSpec& job);
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job);

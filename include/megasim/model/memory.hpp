@@ -1,5 +1,7 @@
 #pragma once
 // Memory per GPU: weights, gradients, optimizer states, activations, buffers (A3 breakdown).
+#include <cstdint>
+
 #include "megasim/config/specs.hpp"
 
 namespace megasim {
@@ -28,6 +30,14 @@ struct MemoryBreakdown {
 // Activation bytes one layer keeps for one micro-batch on one rank (Korthikanti et al. 2022,
 // generalised for GQA, FFN size, gated MLP, PTB, sliding window, CP; see memory.cpp).
 double layer_activation_bytes(const JobSpec& job);
+// The same for layer `layer` (0-based; MoE or dense MLP, sliding or full attention by index).
+double layer_activation_bytes(const JobSpec& job, std::int64_t layer);
+// An MoE block's activations for `tokens` tokens of one rank, before the division by TP that
+// layer_activation_bytes applies: routed copies' permuted inputs and expert FC1/activation
+// outputs, router logits and probabilities, shared-expert outputs.
+double moe_mlp_activation_bytes(const JobSpec& job, double tokens);
+// The mean of layer_activation_bytes over the layers stage `stage` holds.
+double stage_layer_activation_bytes(const JobSpec& job, int stage);
 
 // Micro-batches' worth of layers whose activations stage `stage` holds at its peak, in units of
 // "one layer, one micro-batch" (1F1B: (p - stage) micro-batches of its layers; interleaved:

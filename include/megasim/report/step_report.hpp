@@ -17,6 +17,7 @@ struct StepBreakdown {
   double exposed_pp_comm_s = 0;  // pipeline send/recv not hidden
   double exposed_dp_comm_s = 0;  // data-parallel gradient/parameter collectives not hidden
   double exposed_cp_comm_s = 0;  // context-parallel K/V exchange not hidden
+  double exposed_ep_comm_s = 0;  // MoE token dispatch/combine not hidden
   double pipeline_bubble_s = 0;  // pipeline fill and drain idle time
   double optimizer_s = 0;        // optimizer step (+ gradient-norm all-reduce)
   double data_loading_s = 0;     // exposed data loading at the start of the step
@@ -26,7 +27,7 @@ struct StepBreakdown {
   double straggler_s = 0;
   double total_s() const {
     return compute_s + exposed_tp_comm_s + exposed_pp_comm_s + exposed_dp_comm_s +
-           exposed_cp_comm_s + pipeline_bubble_s + optimizer_s + data_loading_s + other_s;
+           exposed_cp_comm_s + pipeline_bubble_s + optimizer_s + data_loading_s + other_s + exposed_ep_comm_s;
   }
 };
 
@@ -60,6 +61,17 @@ struct StepEcmpSummary {
   double max_uplink_load_vs_ideal = 1.0;  // busiest uplink: flows under ECMP / load under ideal spraying (static)
 };
 
+// Mixture of Experts: the expert grid and how the routing loaded it (MoE models only).
+struct MoeSummary {
+  int ep = 1, etp = 1;
+  std::int64_t edp = 1;
+  std::string dispatcher;                // system.moe_token_dispatcher_type
+  double routing_cv = 0;                 // spread of tokens over experts the model used
+  double max_to_mean_rank_load = 1;      // the most-loaded EP rank's received tokens / the mean
+  double max_to_mean_expert_load = 1;    // the busiest expert's tokens / the mean
+  double dropped_token_fraction = 0;     // routed copies dropped by the capacity factor
+};
+
 struct StepReport {
   std::string name;
   std::string engine;                    // "analytic" | "des"
@@ -71,6 +83,8 @@ struct StepReport {
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double model_parameters = 0;
+  double model_active_parameters = 0;    // what one token passes through (MoE: top-k experts)
+  double model_mtp_parameters = 0;       // multi-token-prediction modules, reported apart
   double peak_flops_per_gpu = 0;         // dense peak of the training precision used for MFU
   std::optional<double> time_to_train_days;
   std::int64_t num_gpus = 0;
@@ -84,6 +98,7 @@ struct StepReport {
   std::vector<LinkLoad> busiest_links;   // DES only
   std::optional<StepEcmpSummary> ecmp;         // DES only
   double startup_s = 0;                  // communicator initialisation (start-up cost)
+  std::optional<MoeSummary> moe;
 };
 
 }  // namespace megasim

@@ -77,6 +77,7 @@ enum class PlanRule {
   VppMicroBatchesDivisibleByPp,  // interleaving needs micro-batches % PP == 0
   SeqDivisibleBy2Cp,             // seq_length % (2*CP)
   SeqPerCpDivisibleByTp,         // sequence parallel: (seq/CP) % TP
+  ExpertGridDividesGpus,         // MoE: num_gpus % (ETP*EP*PP), ETP <= GPUs per node, ETP | expert width
   Memory,                        // peak memory per GPU exceeds the GPU's capacity
   CostModelError,                // the step cost model threw (a plan it cannot represent)
 };
@@ -85,7 +86,8 @@ inline constexpr PlanRule kAllPlanRules[] = {
     PlanRule::GpusDivisibleByModelParallel, PlanRule::TpDividesHeads,
     PlanRule::TpDividesKvHeads,             PlanRule::BatchDivisibleByMicroBatchDp,
     PlanRule::VppMicroBatchesDivisibleByPp, PlanRule::SeqDivisibleBy2Cp,
-    PlanRule::SeqPerCpDivisibleByTp,        PlanRule::Memory,
+    PlanRule::SeqPerCpDivisibleByTp,        PlanRule::ExpertGridDividesGpus,
+    PlanRule::Memory,
     PlanRule::CostModelError};
 
 // The base job with the candidate's plan written in, derived fields (DP, sequence

@@ -28,13 +28,15 @@ struct ChunkCosts {
   double bwd_tp_exposed_s = 0;   //   (includes the compute slow-down from sharing SMs)
   double fwd_cp_exposed_s = 0;   // context-parallel K/V exchange left exposed
   double bwd_cp_exposed_s = 0;
+  double fwd_ep_exposed_s = 0;   // MoE dispatch/combine left exposed after MoE overlap
+  double bwd_ep_exposed_s = 0;
   double param_bytes = 0;        // this GPU's parameter bytes of the chunk (before ZeRO sharding)
   // Overlapped DP collectives per step for this chunk, each way: 1 with MegaScale's per-chunk
   // overlap; with system.dp_overlap_granularity = bucket, one per gradient bucket, released as
   // the chunk's last backward produces it (and gathered as its first forward reaches it).
   int dp_buckets = 1;
-  double fwd_s() const { return fwd_compute_s + fwd_tp_exposed_s + fwd_cp_exposed_s; }
-  double bwd_s() const { return bwd_compute_s + bwd_tp_exposed_s + bwd_cp_exposed_s; }
+  double fwd_s() const { return fwd_compute_s + fwd_tp_exposed_s + fwd_cp_exposed_s + fwd_ep_exposed_s; }
+  double bwd_s() const { return bwd_compute_s + bwd_tp_exposed_s + bwd_cp_exposed_s + bwd_ep_exposed_s; }
 };
 
 struct StepCosts {

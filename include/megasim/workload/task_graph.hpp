@@ -86,6 +86,7 @@ struct StepTask {
   double compute_s = 0;          // kernels
   double tp_exposed_s = 0;       // exposed TP communication inside the pass
   double cp_exposed_s = 0;       // exposed CP communication inside the pass
+  double ep_exposed_s = 0;       // exposed MoE dispatch/combine inside the pass
   double other_s = 0;            // launch overhead and expected straggler slow-down
   double straggler_s = 0;        // the straggler part of other_s (for the breakdown)
   double fixed_s = 0;            // data loading or optimizer
@@ -94,7 +95,7 @@ struct StepTask {
   double launch_delay_s = 0;
   double bytes = 0;              // PpTransfer: per GPU; collectives: nccl-tests size
   std::vector<TaskIndex> deps;   // must finish before this task starts (besides stream order)
-  double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + other_s + fixed_s; }
+  double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + other_s + fixed_s; }
 };
 
 struct StepGraph {

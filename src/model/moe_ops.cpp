@@ -1,0 +1,172 @@
+// The MoE block of a layer, as Megatron-Core's MoELayer runs it with the all-to-all token
+// dispatcher (megatron/core/transformer/moe/token_dispatcher.py; docs/moe.md): router GEMM and top-k, permute, EP dispatch, expert-TP all-gather, sort by
+// local expert, the experts' grouped FC1 / activation / FC2, then the mirror image back, and
+// the shared experts (a TP-parallel MLP) beside. Per rank and micro-batch; the rows of the
+// expert GEMMs are those of the most-loaded EP rank (moe_routing.hpp), which every other rank
+// waits for at the combine.
+#include <cmath>
+
+#include "megasim/model/moe_routing.hpp"
+#include "op_builders.hpp"
+
+namespace megasim::model_detail {
+
+namespace {
+
+struct MoeDims {
+  std::int64_t tokens;       // this rank's tokens entering the block (the SP shard under TP)
+  double copies;             // routed copies it sends: tokens x top-k
+  double received;           // copies the most-loaded rank receives (before the expert-TP gather)
+  std::vector<std::int64_t> rows;  // rows of each local expert's GEMMs on that rank
+  std::int64_t rows_total;
+  std::int64_t width;        // one expert's FFN width on this rank (/ ETP)
+  std::int64_t fc1_width;    // gated: 2 x width
+  std::int64_t experts, local_experts, etp, ep;
+  bool shared;
+};
+
+MoeDims moe_dims(const JobSpec& job, const Dims& x) {
+  const MoeSpec& m = job.model.moe;
+  MoeDims d{};
+  d.tokens = x.sp ? x.tokens / x.t : x.tokens;
+  d.copies = routed_copies_per_rank(job);
+  d.ep = std::max(1, job.parallel.expert_model_parallel_size);
+  d.etp = expert_tensor_parallel_size(job);
+  d.experts = m.num_experts;
+  d.local_experts = m.num_experts / d.ep;
+  d.width = m.expert_intermediate_size / d.etp;
+  d.fc1_width = x.gated ? 2 * d.width : d.width;
+  d.shared = m.shared_expert_intermediate_size > 0;
+  const ExpertLoad load = expert_load(job);
+  d.received = d.copies * load.max_to_mean_rank_load;
+  d.rows_total = 0;
+  for (const double l : load.hottest_rank_expert_load) {
+    const auto r = static_cast<std::int64_t>(std::llround(l * load.mean_tokens_per_expert * static_cast<double>(d.etp)));
+    d.rows.push_back(r);
+    d.rows_total += r;
+  }
+  return d;
+}
+
+// A dense-MLP view of the layer for its shared experts (TP-parallel, width shared / TP).
+Dims shared_expert_dims(const JobSpec& job, const Dims& x) {
+  Dims s = x;
+  s.f_local = job.model.moe.shared_expert_intermediate_size / x.t;
+  s.fc1_local = x.gated ? 2 * s.f_local : s.f_local;
+  return s;
+}
+
+LayerOp expert_gemm(const JobSpec& job, const Dims& x, const MoeDims& d, std::string name, std::int64_t n,
+                    std::int64_t k, bool wgrad) {
+  // fprop / dgrad: rows x n x k per expert; wgrad: k x n x rows (reduction over the tokens).
+  LayerOp op = wgrad ? linear(x, std::move(name), k, n, d.rows_total, false)
+                     : linear(x, std::move(name), d.rows_total, n, k, false);
+  op.expert_rows = d.rows;
+  op.grouped = job.system.moe_grouped_gemm;
+  op.kernels = op.grouped ? 1 : static_cast<int>(d.local_experts);
+  // Every expert's weights are read once, whatever its rows.
+  op.bytes = x.e * (static_cast<double>(d.rows_total) * static_cast<double>(wgrad ? n : k) +
+                    static_cast<double>(d.local_experts) * static_cast<double>(k) * static_cast<double>(n) +
+                    static_cast<double>(d.rows_total) * static_cast<double>(wgrad ? k : n));
+  if (wgrad) {
+    op.weight_gradient = true;
+    op.main_grad_bytes = x.main_grad_bytes;
+  }
+  return op;
+}
+
+// Marks the compute kernels appended since `from` as the shared experts'.
+void mark_shared(std::vector<LayerOp>& ops, std::size_t from) {
+  for (std::size_t i = from; i < ops.size(); ++i) ops[i].shared_expert = !is_communication(ops[i].kind);
+}
+
+void add_shared_experts_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const std::size_t from = ops.size();
+  const Dims s = shared_expert_dims(job, x);
+  add_ag(ops, s, "tp_all_gather_shared_experts", true, norm_out_bytes(s));
+  ops.push_back(linear(s, "shared_fc1", s.tokens, s.fc1_local, s.h, true));
+  ops.push_back(act_fwd(s));
+  ops.push_back(linear(s, "shared_fc2", s.tokens, s.h, s.f_local, true));
+  add_rs_or_ar(ops, s, "tp_reduce_scatter_shared_experts", true, forward_rs_bytes(s, true));
+  mark_shared(ops, from);
+}
+
+void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const std::size_t from = ops.size();
+  const Dims s = shared_expert_dims(job, x);
+  add_grad_ag(ops, s, "tp_all_gather_grad_shared_experts", "shared_fc2", true);
+  add_fp8_transpose(ops, s, "shared_fc2_input", dd(s.tokens) * dd(s.f_local));
+  add_row_linear_bwd(ops, s, "shared_fc2", s.f_local, true);
+  ops.push_back(act_bwd(s));
+  const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true, !s.gated);
+  add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, norm_out_bytes(s));
+  mark_shared(ops, from);
+}
+
+double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
+  // allgather dispatcher: every rank gathers the EP group's tokens (not their copies).
+  if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllGather) {
+    return static_cast<double>(d.ep) * dd(d.tokens) * dd(x.h) * x.e;
+  }
+  return d.received * dd(x.h) * x.e;
+}
+
+}  // namespace
+
+void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const MoeDims d = moe_dims(job, x);
+  const double h = dd(x.h);
+  const double E = dd(d.experts);
+  // Router: a 16-bit GEMM to the expert logits, then FP32 score, top-k and the auxiliary loss.
+  ops.push_back(gemm("router", d.tokens, d.experts, x.h, x.e, false));
+  ops.push_back(mem("router_topk", OpKind::Elementwise, dd(d.tokens) * E * 4.0 * 3.0, 3));
+  // Permute: gather each copy's row into expert order (Megatron's fused permute).
+  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e, 1));
+  if (d.shared) add_shared_experts_fwd(ops, job, x);
+  ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
+  const double rows = dd(d.rows_total);
+  if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
+  if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h);
+  ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
+  ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
+                    rows * dd(d.fc1_width + d.width) * x.e, 1));
+  add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
+  ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
+  if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
+  ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
+  // Unpermute: scatter-add the weighted copies back to token order, plus the shared output.
+  ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, 2));
+}
+
+void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const MoeDims d = moe_dims(job, x);
+  const double h = dd(x.h);
+  const double rows = dd(d.rows_total);
+  ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
+  if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
+  if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h);
+  add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
+  ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
+  ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
+  ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
+                    rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
+  add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width));
+  add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
+  ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
+  ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
+  if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
+  ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
+  if (d.shared) add_shared_experts_bwd(ops, job, x);
+  ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  ops.push_back(mem("router_topk_bwd", OpKind::Elementwise, dd(d.tokens) * dd(d.experts) * 4.0 * 3.0, 2));
+  // The router's dgrad and wgrad (16-bit).
+  ops.push_back(gemm("router_dgrad", d.tokens, x.h, d.experts, x.e, false));
+  ops.push_back(gemm("router_wgrad", x.h, d.experts, d.tokens, x.e, false));
+}
+
+}  // namespace megasim::model_detail

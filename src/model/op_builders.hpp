@@ -1,0 +1,69 @@
+#pragma once
+// The builders the layer-op lists are made of (private to the model module): the per-rank
+// dimensions of a layer and small constructors for GEMMs, memory-bound kernels and collectives,
+// shared by the dense layer (layer_ops.cpp) and the MoE block (moe_ops.cpp).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "megasim/config/specs.hpp"
+#include "megasim/model/layer_ops.hpp"
+
+namespace megasim::model_detail {
+
+struct Dims {
+  std::int64_t t, cp, b, s_local, tokens, h, a_local, g_local, hd, q_local, kv_local, f_local,
+      fc1_local, span, vocab_local;
+  double e;      // bytes per activation element
+  bool sp, fused, ptb, gated;
+  bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
+  bool bias;                               // linear layers carry biases
+  bool rope;                               // rotary position embeddings rotate Q and K
+  bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
+  bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
+  bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
+  double main_grad_bytes;          // per element of the main-grad buffer wgrad GEMMs accumulate into
+  AttentionKernel attention_kernel;
+  std::int64_t o_local = 0;  // input width of the attention projection (MLA: heads x v_head_dim)
+  bool mla = false;          // multi-head latent attention's projections instead of one QKV GEMM
+};
+
+Dims dims(const JobSpec& job);
+Dims dims(const JobSpec& job, const LayerKind& kind);
+double dd(std::int64_t v);
+
+LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double e, bool overlap);
+// A transformer layer's linear: FP8 under fp8 training.
+LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool overlap);
+LayerOp mem(std::string name, OpKind kind, double bytes, int kernels);
+LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap);
+
+LayerOp act_fwd(const Dims& x);  // over x.tokens x x.f_local (x.fc1_local in)
+LayerOp act_bwd(const Dims& x);
+// TP all-gather of the SP shard / reduce-scatter (all-reduce without SP) of T x h elements.
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
+double norm_out_bytes(const Dims& x);
+double forward_rs_bytes(const Dims& x, bool on_overlap_path);
+void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+// dgrad + wgrad of one linear (position of the dgrad GEMM returned; its wgrad follows).
+std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                           std::int64_t k, bool overlap, bool grad_cast_fused);
+void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap);
+void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap);
+void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
+                      const std::vector<std::size_t>& dgrads, double input_elem_bytes);
+
+// The attention block's input projections: one QKV GEMM, or MLA's down- and up-projections
+// (attention_projections.cpp). The backward returns the position of the dgrad GEMM whose wgrad
+// follows it and that the TP backward collectives run beside.
+void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+
+// The MoE block in place of the dense MLP, after the post-attention norm (moe_ops.cpp).
+void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+
+}  // namespace megasim::model_detail

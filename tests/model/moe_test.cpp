@@ -1,0 +1,206 @@
+// Mixture of Experts and multi-head latent attention: reading the big families' unmodified
+// Hugging Face configs, counting parameters and FLOPs as their papers do, Megatron-Core's
+// expert-grid rules, the pipeline layout, and the routing-skew model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "config/test_util.hpp"
+#include "megasim/model/flops.hpp"
+#include "megasim/model/layer_ops.hpp"
+#include "megasim/model/memory.hpp"
+#include "megasim/model/moe_routing.hpp"
+#include "megasim/model/params.hpp"
+
+namespace megasim {
+namespace {
+
+// `model` (a tests/data path or catalog name) on 64 H100s, no model parallelism, seq 4096.
+nlohmann::json moe_job(const std::string& model) {
+  auto j = test::small_job();
+  j["model"] = model;
+  j["cluster"] = {{"base", "dgx-h100-ndr-clos"}, {"num_gpus", 64}};
+  j["parallel"] = {{"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1}};
+  j["training"] = {{"seq_length", 4096}, {"global_batch_size", 64}};
+  return j;
+}
+
+JobSpec parse_moe(const std::string& model) { return test::parse(moe_job(model)); }
+
+TEST(Moe, DeepSeekV3HuggingFaceConfigCountsAsThePaper) {
+  const JobSpec job = parse_moe("hf/deepseek-v3-config.json");
+  const ModelSpec& m = job.model;
+  EXPECT_EQ(m.moe.num_experts, 256);
+  EXPECT_EQ(m.moe.experts_per_token, 8);
+  EXPECT_EQ(m.moe.shared_expert_intermediate_size, 2048);
+  EXPECT_EQ(std::count(m.moe.layer_is_moe.begin(), m.moe.layer_is_moe.end(), 1), 58);  // first 3 dense
+  EXPECT_FALSE(is_moe_layer(m, 2));
+  EXPECT_TRUE(is_moe_layer(m, 3));
+  EXPECT_TRUE(is_mla(m));
+  EXPECT_EQ(m.num_nextn_predict_layers, 1);
+  // 671 B total and 37 B activated (arXiv 2412.19437). Counting every parameter a token passes
+  // through, the embedding and head included (as Mixtral's 12.9 B is counted), gives 37.55 B.
+  EXPECT_NEAR(parameter_count(m) / 671e9, 1.0, 0.01);
+  EXPECT_NEAR(active_parameter_count(m) / 37e9, 1.0, 0.016);
+  // The MTP module as stored: 685 B - 671 B in the paper's rounding; 13.46 B counted.
+  EXPECT_NEAR(mtp_parameter_count(m) / 13.46e9, 1.0, 0.01);
+  // ~250 GFLOP per token at sequence 4096 without MTP (arXiv 2505.09343); with the MTP module
+  // 260.6 GFLOP, what Megatron-Bridge's 338 TFLOP/s at 1,297 tokens/s implies.
+  JobSpec no_mtp = job;
+  no_mtp.model.num_nextn_predict_layers = 0;
+  EXPECT_NEAR(model_flops_per_token(no_mtp) / 250e9, 1.0, 0.03);
+  EXPECT_NEAR(model_flops_per_token(job) / 260.6e9, 1.0, 0.01);
+}
+
+TEST(Moe, MixtralHuggingFaceConfigCounts) {
+  const ModelSpec m = parse_moe("hf/mixtral-8x7b-config.json").model;
+  EXPECT_EQ(m.moe.num_experts, 8);
+  EXPECT_EQ(m.moe.expert_intermediate_size, 14336);  // no moe_intermediate_size: intermediate_size
+  EXPECT_NEAR(parameter_count(m) / 46.7e9, 1.0, 0.01);
+  EXPECT_NEAR(active_parameter_count(m) / 12.9e9, 1.0, 0.01);
+}
+
+TEST(Moe, EachFamilysRuleForDenseLayersAndSharedExperts) {
+  const ModelSpec qwen2 = parse_moe("hf/qwen2-moe-57b-a14b-config.json").model;
+  EXPECT_EQ(qwen2.moe.shared_expert_intermediate_size, 20480);  // one shared expert's width
+  EXPECT_EQ(std::count(qwen2.moe.layer_is_moe.begin(), qwen2.moe.layer_is_moe.end(), 1), 28);
+  const ModelSpec qwen3 = parse_moe("hf/qwen3-30b-a3b-config.json").model;
+  EXPECT_EQ(qwen3.moe.expert_intermediate_size, 768);
+  EXPECT_NEAR(parameter_count(qwen3) / 30.5e9, 1.0, 0.01);
+  // GPT-OSS: alternate layers attend within 128 tokens.
+  const ModelSpec oss = parse_moe("hf/gpt-oss-120b-config.json").model;
+  EXPECT_EQ(oss.moe.experts_per_token, 4);
+  EXPECT_EQ(std::count(oss.layer_is_sliding.begin(), oss.layer_is_sliding.end(), 1), 18);
+  EXPECT_TRUE(is_sliding_layer(oss, 0));
+  EXPECT_FALSE(is_sliding_layer(oss, 1));
+  EXPECT_NEAR(parameter_count(oss) / 116.83e9, 1.0, 0.01);
+  // Qwen's decoder_sparse_step and mlp_only_layers.
+  auto j = moe_job("hf/qwen3-30b-a3b-config.json");
+  nlohmann::json model = read_json_file(test::data_dir() / "hf" / "qwen3-30b-a3b-config.json", "model");
+  model["decoder_sparse_step"] = 2;
+  model["mlp_only_layers"] = {1, 5};
+  j["model"] = model;
+  const ModelSpec sparse = test::parse(j).model;
+  EXPECT_FALSE(is_moe_layer(sparse, 0));  // (0 + 1) % 2 != 0
+  EXPECT_FALSE(is_moe_layer(sparse, 5));  // listed
+  EXPECT_TRUE(is_moe_layer(sparse, 3));
+}
+
+TEST(Moe, CatalogModelsMatchTheirPublishedSizes) {
+  struct Row { const char* name; double total, active, tol; };
+  for (const Row& r : {Row{"mixtral-8x22b", 141e9, 39e9, 0.01}, Row{"qwen3-235b-a22b", 235e9, 22e9, 0.01},
+                       Row{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02}, Row{"deepseek-v3", 671e9, 37e9, 0.016}}) {
+    // Qwen3-30B-A3B: 3.35 B counted against the model card's "3.3B activated" (rounded).
+    const ModelSpec m = parse_moe(r.name).model;
+    EXPECT_NEAR(parameter_count(m) / r.total, 1.0, 0.01) << r.name;
+    EXPECT_NEAR(active_parameter_count(m) / r.active, 1.0, r.tol) << r.name;
+  }
+}
+
+TEST(Moe, BadInputsNameTheField) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 48;  // 128 experts
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.expert_model_parallel_size", "does not divide the 128 routed experts");
+  j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 128;  // 64 GPUs
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.expert_model_parallel_size", "ETP*EP*PP");
+  nlohmann::json model = read_json_file(test::data_dir() / "hf" / "mixtral-8x7b-config.json", "model");
+  model["num_experts_per_tok"] = 9;
+  j = moe_job("qwen3-30b-a3b");
+  j["model"] = model;
+  EXPECT_INPUT_ERROR(test::parse(j), "model.num_experts_per_tok", "exceeds the 8 routed experts");
+  model = read_json_file(test::data_dir() / "hf" / "mixtral-8x7b-config.json", "model");
+  model["moe_jitter"] = 0.1;  // a key megasim does not understand is an error
+  j["model"] = model;
+  EXPECT_INPUT_ERROR(test::parse(j), "model.moe_jitter", "does not model this Hugging Face key");
+  j = moe_job("qwen3-30b-a3b");
+  j["model"] = "llama-3.1-8b";
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.expert_model_parallel_size", "needs an MoE model");
+  j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["tensor_model_parallel_size"] = 2;
+  j["parallel"]["sequence_parallel"] = false;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.sequence_parallel", "needs sequence parallelism");
+}
+
+TEST(Moe, PipelineLayoutPlacesDeepSeekV3sLayersAndMtp) {
+  auto j = moe_job("deepseek-v3");
+  j["cluster"]["num_gpus"] = 1024;
+  j["training"]["global_batch_size"] = 1024;
+  j["parallel"] = {{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 8},
+                   {"expert_model_parallel_size", 64}, {"pipeline_model_parallel_layout", "Et|(tt|)*30mL"}};
+  const JobSpec job = test::parse(j);
+  EXPECT_EQ(job.parallel.virtual_pipeline_model_parallel_size, 4);  // 32 virtual stages / PP 8
+  EXPECT_EQ(layers_in_chunk(job, 0, 0), 1);  // E t
+  EXPECT_EQ(layers_in_chunk(job, 7, 3), 0);  // m L
+  EXPECT_EQ(layers_in_chunk(job, 3, 2), 2);
+  EXPECT_EQ(first_layer_in_chunk(job, 0, 1), 1 + 7 * 2);  // after chunk 0 of every stage
+  std::int64_t total = 0;
+  for (int s = 0; s < 8; ++s) total += layers_on_stage(job, s);
+  EXPECT_EQ(total, 61);
+  j["parallel"]["pipeline_model_parallel_layout"] = "Et|(tt|)*29mL";
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.pipeline_model_parallel_layout", "virtual stages do not divide");
+  j["parallel"]["pipeline_model_parallel_layout"] = "Et|(tt|)*30tL";
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.pipeline_model_parallel_layout", "places 62 transformer layers");
+}
+
+TEST(Moe, ForcedBalanceIsNearlyEvenAndTrainedRoutersSkew) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["training"]["moe_router_force_load_balancing"] = true;
+  const ExpertLoad forced = expert_load(test::parse(j));
+  j["training"]["moe_router_force_load_balancing"] = false;
+  const JobSpec skewed_job = test::parse(j);
+  const ExpertLoad skewed = expert_load(skewed_job);
+  EXPECT_EQ(forced.routing_cv, 0.0);
+  EXPECT_EQ(skewed.routing_cv, default_routing_skew_cv());
+  EXPECT_LT(forced.max_to_mean_rank_load, 1.05);  // multinomial noise only
+  EXPECT_GT(skewed.max_to_mean_rank_load, forced.max_to_mean_rank_load);
+  EXPECT_GT(skewed.max_to_mean_expert_load, skewed.max_to_mean_rank_load);  // experts spread more than ranks
+  // The hottest rank's experts, busiest first; their mean is that rank's load factor.
+  const auto& hot = skewed.hottest_rank_expert_load;
+  ASSERT_EQ(hot.size(), 16u);
+  EXPECT_TRUE(std::is_sorted(hot.rbegin(), hot.rend()));
+  EXPECT_NEAR(std::accumulate(hot.begin(), hot.end(), 0.0) / 16.0, skewed.max_to_mean_rank_load, 1e-9);
+  // Same seed, same loads; another seed, other loads.
+  EXPECT_EQ(expert_load(skewed_job).hottest_rank_expert_load, hot);
+  JobSpec other = skewed_job;
+  other.seed = 7;
+  EXPECT_NE(expert_load(other).hottest_rank_expert_load, hot);
+  // The most-loaded rank's rows are what its expert GEMMs run.
+  const auto ops = layer_forward_ops(skewed_job, LayerKind{true, false});
+  const auto fc1 = std::find_if(ops.begin(), ops.end(), [](const LayerOp& op) { return op.name == "expert_fc1"; });
+  ASSERT_NE(fc1, ops.end());
+  // Each expert's rows are rounded to whole tokens.
+  EXPECT_NEAR(static_cast<double>(fc1->gemm_m), skewed.max_to_mean_rank_load * routed_copies_per_rank(skewed_job), 8.0);
+}
+
+TEST(Moe, CapacityFactorDropsAndPaddingRunsTheCapacity) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["training"]["moe_expert_capacity_factor"] = 1.0;
+  const ExpertLoad dropped = expert_load(test::parse(j));
+  EXPECT_GT(dropped.dropped_token_fraction, 0.01);  // the skewed router overflows some experts
+  EXPECT_LE(dropped.max_to_mean_rank_load, 1.0);
+  j["training"]["moe_pad_expert_input_to_capacity"] = true;
+  const ExpertLoad padded = expert_load(test::parse(j));
+  for (const double l : padded.hottest_rank_expert_load) EXPECT_DOUBLE_EQ(l, 1.0);
+}
+
+TEST(Moe, ExpertWeightsAndOptimizerStatesShardOverEpAndExpertDp) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  const JobSpec ep8 = test::parse(j);
+  const StageParameters p = stage_parameters_per_gpu(ep8, 0);
+  const ModelSpec& m = ep8.model;
+  const double all_experts = static_cast<double>(m.num_hidden_layers) * layer_parameters(m, true, 1, 1, 1).expert;
+  EXPECT_NEAR(p.expert, all_experts / 8, 1.0);
+  EXPECT_EQ(expert_data_parallel_size(ep8), 8);  // 64 / (1 * 8 * 1)
+  BufferSizes none;
+  const MemoryBreakdown mem = memory_per_gpu(ep8, 0, none);
+  EXPECT_NEAR(mem.optimizer_states_bytes, 12.0 * (p.dense / 64 + p.expert / 8), 1e3);
+}
+
+}  // namespace
+}  // namespace megasim
