@@ -135,6 +135,8 @@ constexpr WorstRowCheck kWorstRowChecks[] = {
      "Transfer, NeMo FP8 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
     {"megatron_bridge_h100_moe", "megatron_bridge_h100_moe_step_time", false, 15.0,
      "Transfer, Mixture of Experts on 16-1,024 DGX H100s (Megatron-Bridge recipes): worst step-time error %.2f%% (bar: 15%%)"},
+    {"megatron_bridge_b200_dense", "megatron_bridge_b200_dense_step_time", false, 10.0,
+     "Transfer, Blackwell: dense FP8 on 8-128 DGX B200s (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
 };
 
 // Acceptance checks of issue #5, computed from the cases.
@@ -218,7 +220,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"},
                                           {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"},
                                           {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"},
-                                          {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"}};
+                                          {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"},
+                                          {"megatron_bridge_b200_dense", "megatron-bridge-b200-dense.json"}};
   bool known = suite.empty();
   std::string valid;
   for (const auto& f : kFiles) {

@@ -42,6 +42,35 @@ constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpst
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
 
+// Megatron-Core's recompute_modules names (transformer_config.py).
+RecomputeModules parse_recompute_modules(const nlohmann::json& v, const std::string& path) {
+  if (!v.is_array()) throw InputError(path, "must be a list of module names, e.g. [\"core_attn\", \"mlp\"]");
+  RecomputeModules m;
+  m.core_attn = false;
+  const std::array<std::pair<std::string_view, bool RecomputeModules::*>, 7> names{{
+      {"core_attn", &RecomputeModules::core_attn}, {"layernorm", &RecomputeModules::layernorm},
+      {"mla_up_proj", &RecomputeModules::mla_up_proj}, {"mlp", &RecomputeModules::mlp},
+      {"moe_act", &RecomputeModules::moe_act}, {"moe", &RecomputeModules::moe},
+      {"shared_experts", &RecomputeModules::shared_experts}}};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) throw InputError(at, "must be a module name string");
+    const std::string name = v[i].get<std::string>();
+    bool known = false;
+    for (const auto& [n, field] : names) {
+      if (n == name) {
+        m.*field = true;
+        known = true;
+      }
+    }
+    if (!known) {
+      throw InputError(at, "unknown module \"" + name + "\"; valid: core_attn, layernorm, mla_up_proj, mlp, "
+                           "moe_act, moe, shared_experts");
+    }
+  }
+  return m;
+}
+
 // Every SystemSpec member, read from one object (a preset file or the job's overrides).
 void read_system_fields(ObjectReader& r, SystemSpec& s) {
   auto flag = [&r](std::string_view key, bool& field) {
@@ -145,6 +174,13 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
   t.global_batch_size = r.int_req("global_batch_size", 1, kMaxInt);
   t.micro_batch_size = r.int_opt("micro_batch_size", 1, kMaxInt).value_or(1);
   t.recompute = r.enum_opt("recompute", kRecompute).value_or(t.recompute);
+  if (const nlohmann::json* mods = r.raw("recompute_modules"); mods != nullptr && !mods->is_null()) {
+    t.recompute_modules = parse_recompute_modules(*mods, r.path_of("recompute_modules"));
+    if (t.recompute != Recompute::Selective) {
+      throw InputError(r.path_of("recompute_modules"),
+                       "needs recompute = \"selective\" (Megatron-Core reads the modules only then)");
+    }
+  }
   t.precision = r.enum_opt("precision", kPrecisions).value_or(t.precision);
   t.optimizer = r.enum_opt("optimizer", kOptimizers).value_or(t.optimizer);
   if (const auto tokens = r.number_opt("train_tokens", 0.0, 1e30)) {

@@ -41,6 +41,15 @@ void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   ops.push_back(linear(x, "kv_up", T, w.kv_up, w.kv_latent, x.attn_overlap));
 }
 
+void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const MlaWidths w = mla_widths(job, x);
+  if (w.q_latent > 0) ops.push_back(linear(x, "q_up", x.tokens, w.q_up, w.q_latent, x.attn_overlap));
+  ops.push_back(linear(x, "kv_up", x.tokens, w.kv_up, w.kv_latent, x.attn_overlap));
+  // RoPE on the rope part of the queries and the shared key (Megatron-Core recomputes it with them).
+  const double rope = dd(x.tokens) * dd(x.a_local + 1) * dd(job.model.mla.qk_rope_head_dim);
+  ops.push_back(mem("mla_rope", OpKind::Elementwise, 2.0 * rope * x.e, 1));
+}
+
 std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   if (!x.mla) return add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap, false);
   const MlaWidths w = mla_widths(job, x);

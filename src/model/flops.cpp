@@ -95,6 +95,37 @@ Terms all_terms(const ModelSpec& m, std::int64_t seq) {
   return sum;
 }
 
+// What training.recompute_modules replays, per token: the attention core by Korthikanti's
+// convention (the whole score term), the other modules their forward (a third of their term).
+// Norms and the activation function are memory-bound and count no FLOPs.
+double selective_recompute_flops_per_token(const JobSpec& job, const Terms& all) {
+  const RecomputeModules& r = job.training.recompute_modules;
+  const ModelSpec& m = job.model;
+  double extra = r.core_attn ? all.score : 0.0;
+  if (!(r.mlp || r.moe || r.shared_experts || r.mla_up_proj)) return extra;
+  const double h = static_cast<double>(m.hidden_size);
+  const double gamma = m.gated_mlp ? 1.5 : 1.0;
+  const std::int64_t layers = m.num_hidden_layers + m.num_nextn_predict_layers;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const Terms t = layer_terms(m, i, job.training.seq_length);
+    const bool moe = is_moe_layer(m, i);
+    if ((!moe && r.mlp) || (moe && r.moe)) {
+      extra += t.mlp / 3.0;
+    } else if (moe && r.shared_experts) {
+      extra += 12.0 * h * gamma * static_cast<double>(m.moe.shared_expert_intermediate_size) / 3.0;
+    }
+    if (r.mla_up_proj && is_mla(m)) {
+      const MlaSpec& x = m.mla;
+      const double a = static_cast<double>(m.num_attention_heads);
+      const double q_up = static_cast<double>(x.q_lora_rank > 0 ? x.q_lora_rank : m.hidden_size) * a *
+                          static_cast<double>(x.qk_nope_head_dim + x.qk_rope_head_dim);
+      const double kv_up = static_cast<double>(x.kv_lora_rank) * a * static_cast<double>(x.qk_nope_head_dim + x.v_head_dim);
+      extra += 2.0 * (q_up + kv_up);  // one forward: 2 FLOPs per weight
+    }
+  }
+  return extra;
+}
+
 }  // namespace
 
 double model_flops_per_token(const JobSpec& job) {
@@ -117,7 +148,7 @@ double hardware_flops_per_step(const JobSpec& job) {
   // only the forward.
   switch (job.training.recompute) {
     case Recompute::None: break;
-    case Recompute::Selective: per_token += t.score; break;
+    case Recompute::Selective: per_token += selective_recompute_flops_per_token(job, t); break;
     case Recompute::Full: per_token += (t.linear_attn + t.score + t.mlp) / 3.0; break;
   }
   return static_cast<double>(job.training.global_batch_size) *

@@ -481,15 +481,46 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kin
   return ops;
 }
 
+namespace {
+
+// Megatron-Core's selective recompute, module by module (training.recompute_modules): the
+// forward kernels of each module that was not kept, run again before its backward.
+std::vector<LayerOp> selective_recompute_ops(const JobSpec& job, const LayerKind& kind) {
+  const RecomputeModules& r = job.training.recompute_modules;
+  const Dims x = dims(job, kind);
+  std::vector<LayerOp> ops;
+  if (r.layernorm) {
+    ops.push_back(norm_fwd(x, "input_norm"));
+    ops.push_back(norm_fwd(x, "post_attn_norm"));
+  }
+  if (r.mla_up_proj && x.mla) add_mla_up_projections(ops, job, x);
+  if (r.core_attn) ops.push_back(attention(job, x, false));
+  if (!kind.moe && r.mlp) {
+    add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
+    ops.push_back(linear(x, "fc1", x.tokens, x.fc1_local, x.h, true));
+    ops.push_back(act_fwd(x));
+    ops.push_back(linear(x, "fc2", x.tokens, x.h, x.f_local, true));
+    add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+  }
+  if (kind.moe) {
+    if (r.moe) {
+      add_moe_forward(ops, job, x);
+    } else {
+      if (r.moe_act) add_moe_activation(ops, job, x);
+      if (r.shared_experts) add_shared_experts_forward(ops, job, x);
+    }
+  }
+  return ops;
+}
+
+}  // namespace
+
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) { return layer_recompute_ops(job, LayerKind{}); }
 
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& kind) {
   switch (job.training.recompute) {
     case Recompute::None: return {};
-    case Recompute::Selective: {
-      const Dims x = dims(job, kind);
-      return {attention(job, x, false)};
-    }
+    case Recompute::Selective: return selective_recompute_ops(job, kind);
     case Recompute::Full: return layer_forward_ops(job, kind);
   }
   return {};

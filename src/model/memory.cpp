@@ -44,16 +44,22 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
 
   if (job.training.recompute == Recompute::Full) return 2.0 * sbh / (sp ? t : 1.0);
 
+  // Selective recompute by module (training.recompute_modules): what is recomputed is not kept.
+  const bool selective = job.training.recompute == Recompute::Selective;
+  const RecomputeModules none{false, false, false, false, false, false, false};
+  const RecomputeModules& rec = selective ? job.training.recompute_modules : none;
   // Replicated-without-SP part (norm inputs, QKV and FC1 inputs, dropout masks) and the rest.
   const int norms = m.use_parallel_residual ? 1 : 2;
-  const double gemm_inputs = m.use_parallel_residual ? 2.0 * sbh : 4.0 * sbh;
+  // The QKV and FC1 inputs are the norms' outputs: not kept when the norms are recomputed.
+  const double gemm_inputs = rec.layernorm ? 0.0 : (m.use_parallel_residual ? 2.0 * sbh : 4.0 * sbh);
   // Two 1-byte dropout masks (attention and MLP branches).
   const double masks = m.hidden_dropout > 0 ? 2.0 * sbh : 0.0;
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
-  double sharded = s * b * (4.0 * q + 4.0 * g * hd);       // Q, K, V and context (16-bit)
+  // Q, K, V and context (16-bit); MLA's up-projected Q, K, V are not kept under mla_up_proj.
+  double sharded = rec.mla_up_proj && is_mla(m) ? s * b * 2.0 * q : s * b * (4.0 * q + 4.0 * g * hd);
   if (is_moe_layer(m, layer)) {
-    sharded += moe_mlp_activation_bytes(job, s * b);
-  } else {
+    if (!rec.moe) sharded += moe_mlp_activation_bytes(job, s * b);
+  } else if (!rec.mlp) {
     sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
   }
   // MLA's compressed query and key/value latents (inputs of the up-projections, which every TP
@@ -61,7 +67,7 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   double latents = 0;
   if (is_mla(m)) latents = 2.0 * s * b * dd(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
   const bool flash = job.system.attention_kernel != "unfused";
-  if (!flash && job.training.recompute != Recompute::Selective) {
+  if (!flash && !rec.core_attn) {
     // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only
     sharded += (m.attention_dropout > 0 ? 5.0 : 2.0) * a * s * span * b;
   }
@@ -74,7 +80,10 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   const double h = dd(m.hidden_size);
   const double t = std::max(1, job.parallel.tensor_model_parallel_size);
   const double etp = expert_tensor_parallel_size(job);
-  const double per_width = m.gated_mlp ? 6.0 : 4.0;  // FC1 out (+gate) and activation out, 16-bit
+  const RecomputeModules& rec = job.training.recompute_modules;
+  const bool selective = job.training.recompute == Recompute::Selective;
+  // FC1 out (+gate) and activation out, 16-bit; the activation out is recomputed under moe_act.
+  const double per_width = (m.gated_mlp ? 6.0 : 4.0) - (selective && rec.moe_act ? 2.0 : 0.0);
   // Routed: every token goes to top-k experts; a rank keeps, for its share of those copies, the
   // permuted input (FC1's wgrad operand) and its expert's FC1 and activation outputs. Expressed
   // per TP rank (the caller divides by TP): ETP ranks share each copy's width, and each rank
@@ -82,8 +91,10 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   const double copies = tokens * dd(e.experts_per_token);
   double bytes = copies * (2.0 * h * etp + per_width * dd(e.expert_intermediate_size));
   bytes += tokens * dd(e.num_experts) * 4.0 * t;  // router logits and probabilities (FP32, every rank)
-  // Shared experts: a TP-parallel MLP.
-  bytes += per_width * tokens * dd(e.shared_expert_intermediate_size);
+  // Shared experts: a TP-parallel MLP, not kept under shared_experts.
+  if (!(selective && rec.shared_experts)) {
+    bytes += (m.gated_mlp ? 6.0 : 4.0) * tokens * dd(e.shared_expert_intermediate_size);
+  }
   return bytes;
 }
 

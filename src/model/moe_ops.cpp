@@ -113,6 +113,16 @@ double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
 
 }  // namespace
 
+void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  const MoeDims d = moe_dims(job, x);
+  ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
+                    dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
+}
+
+void add_shared_experts_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+  if (job.model.moe.shared_expert_intermediate_size > 0) add_shared_experts_fwd(ops, job, x);
+}
+
 void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
   const double h = dd(x.h);
@@ -129,8 +139,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
-  ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
-                    rows * dd(d.fc1_width + d.width) * x.e, 1));
+  add_moe_activation(ops, job, x);
   add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));

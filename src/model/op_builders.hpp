@@ -65,5 +65,10 @@ std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dim
 // The MoE block in place of the dense MLP, after the post-attention norm (moe_ops.cpp).
 void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+// Pieces a selective recompute replays: the experts' activation, the shared experts' forward,
+// MLA's up-projections with RoPE.
+void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+void add_shared_experts_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 
 }  // namespace megasim::model_detail

@@ -81,7 +81,7 @@ auto as_tuple(const PlanCandidate& c) {
   return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.account_for_embedding_and_loss,
                          c.first_stage_layers.value_or(0),
                          c.last_stage_layers.value_or(0), c.vpp, c.micro_batch_size,
-                         static_cast<int>(c.recompute), c.zero_stage);
+                         static_cast<int>(c.recompute), c.zero_stage, c.ep);
 }
 
 }  // namespace
@@ -94,6 +94,7 @@ std::string plan_key(const PlanCandidate& c) {
   k += "-vpp" + std::to_string(c.vpp) + "-cp" + std::to_string(c.cp) + "-mbs" +
        std::to_string(c.micro_batch_size) + "-rc:" + to_string(c.recompute) + "-z" +
        std::to_string(c.zero_stage) + "-gbs" + std::to_string(c.global_batch_size);
+  if (c.ep > 0) k += "-ep" + std::to_string(c.ep);
   return k;
 }
 
@@ -111,6 +112,14 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
   for (int cp = 1; cp <= std::max(1, opts.max_context_parallel); cp *= 2) cps.push_back(cp);
   const auto layouts = pipeline_layouts(base.model.num_hidden_layers);
   constexpr Recompute kRecompute[] = {Recompute::None, Recompute::Selective, Recompute::Full};
+  // Expert parallelism: powers of two dividing the routed experts, up to the GPUs.
+  std::vector<int> eps{0};
+  if (is_moe(base.model)) {
+    eps.clear();
+    for (std::int64_t ep = 1; ep <= base.model.moe.num_experts && ep <= base.cluster.num_gpus; ep *= 2) {
+      if (base.model.moe.num_experts % ep == 0) eps.push_back(static_cast<int>(ep));
+    }
+  }
 
   std::vector<PlanCandidate> out;
   for (const auto gbs : batches) {
@@ -121,19 +130,22 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
             for (const auto mbs : micro) {
               for (const auto rc : kRecompute) {
                 for (int zero = 0; zero <= 3; ++zero) {
-                  PlanCandidate c;
-                  c.global_batch_size = gbs;
-                  c.tp = tp;
-                  c.cp = cp;
-                  c.pp = layout.pp;
-                  c.first_stage_layers = layout.first;
-                  c.last_stage_layers = layout.last;
-                  c.account_for_embedding_and_loss = layout.accounted;
-                  c.vpp = vpp;
-                  c.micro_batch_size = mbs;
-                  c.recompute = rc;
-                  c.zero_stage = zero;
-                  out.push_back(c);
+                  for (const int ep : eps) {
+                    PlanCandidate c;
+                    c.global_batch_size = gbs;
+                    c.tp = tp;
+                    c.cp = cp;
+                    c.pp = layout.pp;
+                    c.first_stage_layers = layout.first;
+                    c.last_stage_layers = layout.last;
+                    c.account_for_embedding_and_loss = layout.accounted;
+                    c.vpp = vpp;
+                    c.micro_batch_size = mbs;
+                    c.recompute = rc;
+                    c.zero_stage = zero;
+                    c.ep = ep;
+                    out.push_back(c);
+                  }
                 }
               }
             }
@@ -173,6 +185,7 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
   p.account_for_embedding_in_pipeline_split = c.account_for_embedding_and_loss;
   p.account_for_loss_in_pipeline_split = c.account_for_embedding_and_loss;
   p.zero_stage = c.zero_stage;
+  if (c.ep > 0) p.expert_model_parallel_size = c.ep;
   p.sequence_parallel = sequence_parallel && c.tp > 1;  // as config/validate.cpp derives it
   const std::int64_t model_gpus = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
   p.data_parallel_size = job.cluster.num_gpus / model_gpus;

@@ -202,5 +202,44 @@ TEST(Moe, ExpertWeightsAndOptimizerStatesShardOverEpAndExpertDp) {
   EXPECT_NEAR(mem.optimizer_states_bytes, 12.0 * (p.dense / 64 + p.expert / 8), 1e3);
 }
 
+TEST(Moe, RecomputeModulesTradeActivationsForForwardWork) {
+  // DeepSeek-V3's H100 recipe: selective recompute of MLA's up-projections and the dense MLPs.
+  auto j = moe_job("deepseek-v3");
+  j["parallel"]["expert_model_parallel_size"] = 64;
+  j["training"]["recompute"] = "selective";
+  const JobSpec attn_only = test::parse(j);  // Megatron-Core's default: the attention core
+  j["training"]["recompute_modules"] = {"mla_up_proj", "mlp"};
+  const JobSpec recipe = test::parse(j);
+  EXPECT_FALSE(recipe.training.recompute_modules.core_attn);
+  const LayerKind dense{false, false}, moe{true, false};
+  // MLA's Q, K, V are not kept, nor a dense layer's MLP; the MoE block's are.
+  EXPECT_LT(layer_activation_bytes(recipe, 0), layer_activation_bytes(attn_only, 0));
+  EXPECT_LT(layer_activation_bytes(recipe, 3), layer_activation_bytes(attn_only, 3));
+  auto names = [](const std::vector<LayerOp>& ops) {
+    std::vector<std::string> n;
+    for (const auto& op : ops) n.push_back(op.name);
+    return n;
+  };
+  const auto dense_ops = names(layer_recompute_ops(recipe, dense));
+  const auto moe_ops = names(layer_recompute_ops(recipe, moe));
+  EXPECT_NE(std::find(dense_ops.begin(), dense_ops.end(), "fc1"), dense_ops.end());
+  EXPECT_NE(std::find(dense_ops.begin(), dense_ops.end(), "kv_up"), dense_ops.end());
+  EXPECT_EQ(std::find(moe_ops.begin(), moe_ops.end(), "fc1"), moe_ops.end());  // mlp skips MoE layers
+  EXPECT_EQ(std::find(moe_ops.begin(), moe_ops.end(), "attention_core"), moe_ops.end());
+  // HFU counts the replayed forward FLOPs.
+  EXPECT_GT(hardware_flops_per_step(recipe), model_flops_per_step(recipe));
+  j["training"]["recompute_modules"] = {"moe"};
+  const JobSpec whole_moe = test::parse(j);
+  EXPECT_LT(layer_activation_bytes(whole_moe, 3), layer_activation_bytes(attn_only, 3));
+  const auto replay = names(layer_recompute_ops(whole_moe, moe));
+  EXPECT_NE(std::find(replay.begin(), replay.end(), "ep_dispatch"), replay.end());  // the dispatch runs again
+
+  j["training"]["recompute_modules"] = {"mla_up_proj", "attn"};
+  EXPECT_INPUT_ERROR(test::parse(j), "training.recompute_modules[1]", "unknown module \"attn\"");
+  j["training"]["recompute"] = "full";
+  j["training"]["recompute_modules"] = {"mlp"};
+  EXPECT_INPUT_ERROR(test::parse(j), "training.recompute_modules", "needs recompute = \"selective\"");
+}
+
 }  // namespace
 }  // namespace megasim

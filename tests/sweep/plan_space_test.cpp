@@ -172,5 +172,40 @@ TEST(PlanSpace, EachRuleFires) {
   EXPECT_EQ(first_broken_rule(apply_plan(odd, x)), PlanRule::SeqPerCpDivisibleByTp);
 }
 
+// An MoE model multiplies the space by its EP choices (powers of two dividing the experts) and
+// every plan carries its EP; a rule rejects plans whose expert grid does not tile the GPUs.
+TEST(PlanSpace, MoeModelsEnumerateExpertParallelism) {
+  const auto cat = testing::test_catalog();
+  auto j = testing::small_job_json();
+  j["model"] = "mixtral-8x7b";  // 8 experts: EP 1, 2, 4, 8
+  j["cluster"] = {{"base", "dgx-h100-ndr-clos"}, {"num_gpus", 16}};
+  j["training"]["seq_length"] = 4096;
+  const JobSpec base = testing::load_with(cat, j, {});
+  const auto plans = enumerate_plans(base, small_space());
+  std::set<int> eps;
+  for (const auto& p : plans) eps.insert(p.ep);
+  EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
+  std::set<std::string> keys;
+  for (const auto& p : plans) keys.insert(plan_key(p));
+  EXPECT_EQ(keys.size(), plans.size());
+  PlanCandidate c = plans.front();
+  c.ep = 8;
+  c.pp = 4;  // ETP 1 x EP 8 x PP 4 = 32 does not tile 16 GPUs
+  c.tp = 1;
+  c.first_stage_layers.reset();
+  c.last_stage_layers.reset();
+  c.account_for_embedding_and_loss = false;
+  c.vpp = 1;
+  const JobSpec job = apply_plan(base, c);
+  EXPECT_EQ(job.parallel.expert_model_parallel_size, 8);
+  EXPECT_EQ(first_broken_rule(job), PlanRule::ExpertGridDividesGpus);
+  // A dense model has no EP dimension and its keys carry none.
+  const JobSpec dense = testing::load_with(cat, testing::small_job_json(), {});
+  for (const auto& p : enumerate_plans(dense, small_space())) {
+    EXPECT_EQ(p.ep, 0);
+    EXPECT_EQ(plan_key(p).find("-ep"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace megasim

@@ -154,11 +154,24 @@ struct ParallelSpec {
   int expert_tensor_parallel_size = 0;  // ETP; 0 = not written: the job's TP (Megatron-Core default)
 };
 
+// Megatron-Core's recompute_modules under selective recompute: which parts of a layer are not
+// kept for the backward but run again. The default is Megatron-Core's: the attention core.
+struct RecomputeModules {
+  bool core_attn = true;       // the attention core (megasim's selective recompute until now)
+  bool layernorm = false;      // the two norms; their outputs (the next GEMMs' inputs) are not kept
+  bool mla_up_proj = false;    // MLA's up-projections and RoPE
+  bool mlp = false;            // a dense layer's MLP
+  bool moe_act = false;        // the experts' activation function
+  bool moe = false;            // the whole MoE block
+  bool shared_experts = false; // the shared experts
+};
+
 struct TrainingSpec {
   std::int64_t seq_length = 0;
   std::int64_t global_batch_size = 0;  // sequences
   std::int64_t micro_batch_size = 1;
   Recompute recompute = Recompute::None;
+  RecomputeModules recompute_modules;  // with recompute = selective
   Precision precision = Precision::Bf16;
   Optimizer optimizer = Optimizer::Adam;
   std::optional<double> train_tokens;  // enables time-to-train

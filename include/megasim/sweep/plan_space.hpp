@@ -22,6 +22,8 @@
 //   micro batch    opts.micro_batch_sizes (default 1, 2, 4, 8)
 //   recompute      none, selective, full
 //   ZeRO stage     0, 1, 2, 3
+//   EP             MoE models only: every power of two dividing the routed experts (ETP as the
+//                  base job writes it, else each plan's TP); dense models: none (ep = 0)
 // A plan is then rejected by the first rule it breaks, in the order config/validate.cpp checks
 // them (so the reason matches what `megasim simulate` would say), and finally by memory fit.
 #include <cstdint>
@@ -48,11 +50,12 @@ struct PlanCandidate {
   std::int64_t micro_batch_size = 1;
   Recompute recompute = Recompute::None;
   int zero_stage = 0;
+  int ep = 0;  // expert parallelism; 0 = the model has no experts
 };
 
 // Canonical, human-readable key, e.g. "tp8-pp8-vpp6-cp1-mbs1-rc:none-z2-gbs6144", with
 // "-first3-last4" after the PP term for uneven splits and "-embloss" for a split that counts
-// the embedding and the loss as layers. Unique per candidate.
+// the embedding and the loss as layers, and "-ep8" for an MoE model. Unique per candidate.
 std::string plan_key(const PlanCandidate& c);
 
 // Total order used to break ties deterministically (field by field, in declaration order).
