@@ -57,7 +57,7 @@ struct Metric {
   const char* name;
   double (*of)(const StepReport&);
 };
-constexpr std::array<Metric, 7> kMetrics{{
+constexpr std::array<Metric, 9> kMetrics{{
     {"step_time_s", [](const StepReport& r) { return r.step_time_s; }},
     {"tokens_per_s", [](const StepReport& r) { return r.tokens_per_s; }},
     {"mfu", [](const StepReport& r) { return r.mfu; }},
@@ -65,6 +65,8 @@ constexpr std::array<Metric, 7> kMetrics{{
     {"layer_forward_ms", [](const StepReport& r) { return 1e3 * r.layer_time.forward_s; }},
     {"layer_backward_ms", [](const StepReport& r) { return 1e3 * r.layer_time.backward_s; }},
     {"layer_fwd_bwd_ms", [](const StepReport& r) { return 1e3 * (r.layer_time.forward_s + r.layer_time.backward_s); }},
+    {"moe_block_forward_ms", [](const StepReport& r) { return r.moe ? 1e3 * r.moe->block_forward_s : 0.0; }},
+    {"moe_block_backward_ms", [](const StepReport& r) { return r.moe ? 1e3 * r.moe->block_backward_s : 0.0; }},
 }};
 
 void check_metrics_known(const nlohmann::json& published) {
@@ -135,6 +137,8 @@ constexpr WorstRowCheck kWorstRowChecks[] = {
      "Transfer, NeMo FP8 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
     {"megatron_bridge_h100_moe", "megatron_bridge_h100_moe_step_time", false, 15.0,
      "Transfer, Mixture of Experts on 16-1,024 DGX H100s (Megatron-Bridge recipes): worst step-time error %.2f%% (bar: 15%%)"},
+    {"megatron_lm_moe_layer", "megatron_lm_moe_layer_time", false, 15.0,
+     "Transfer, one MoE layer on 8 H100s, EP 8 (Megatron-LM moe_perf): worst time error %.2f%% (bar: 15%%)"},
     {"megatron_bridge_b200_dense", "megatron_bridge_b200_dense_step_time", false, 10.0,
      "Transfer, Blackwell: dense FP8 on 8-128 DGX B200s (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
 };
@@ -221,7 +225,8 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"},
                                           {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"},
                                           {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"},
-                                          {"megatron_bridge_b200_dense", "megatron-bridge-b200-dense.json"}};
+                                          {"megatron_bridge_b200_dense", "megatron-bridge-b200-dense.json"},
+                                          {"megatron_lm_moe_layer", "megatron-lm-moe-layer.json"}};
   bool known = suite.empty();
   std::string valid;
   for (const auto& f : kFiles) {

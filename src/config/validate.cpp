@@ -202,6 +202,10 @@ void check_experts(const JobSpec& job) {
     }
     return;
   }
+  if (job.model.use_parallel_residual) {
+    throw InputError("model.use_parallel_residual",
+                     "the parallel transformer block is not modelled for an MoE model (its MLP is the MoE block)");
+  }
   if (p.tensor_model_parallel_size > 1 && !p.sequence_parallel) {
     throw InputError("parallel.sequence_parallel",
                      "an MoE model with TP > 1 needs sequence parallelism (Megatron-Core's rule)");

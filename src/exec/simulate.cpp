@@ -85,6 +85,10 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
                                                      : simulate_step_des(job, costs, catalog, opts);
   fill_derived_fields(job, costs.buffers, r);
   r.layer_time = LayerTime{costs.layer_fwd_s, costs.layer_bwd_s};
+  if (r.moe) {
+    r.moe->block_forward_s = costs.moe_block_fwd_s;
+    r.moe->block_backward_s = costs.moe_block_bwd_s;
+  }
   r.startup_s = communicator_startup_s(job, catalog);
   return r;
 }

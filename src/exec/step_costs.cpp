@@ -13,6 +13,7 @@
 #include "megasim/hw/kernel_time.hpp"
 #include "megasim/model/params.hpp"
 #include "optimizer_step.hpp"
+#include "pass_times.hpp"
 
 namespace megasim {
 
@@ -129,6 +130,12 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   const ChunkCosts one_layer = pass_costs(ctx, passes.layer_fwd, passes.layer_bwd, ov);
   c.layer_fwd_s = one_layer.fwd_s();
   c.layer_bwd_s = one_layer.bwd_s();
+  if (is_moe(job.model)) {
+    const PassTimes f = time_ops(ctx, moe_block_forward_ops(job));
+    const PassTimes b = time_ops(ctx, moe_block_backward_ops(job));
+    c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + f.ep_comm_s;
+    c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + b.ep_comm_s;
+  }
   c.pp = job.parallel.pipeline_model_parallel_size;
   c.vpp = job.parallel.virtual_pipeline_model_parallel_size;
   c.dp = job.parallel.data_parallel_size;

@@ -517,6 +517,18 @@ std::vector<LayerOp> selective_recompute_ops(const JobSpec& job, const LayerKind
 
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) { return layer_recompute_ops(job, LayerKind{}); }
 
+std::vector<LayerOp> moe_block_forward_ops(const JobSpec& job) {
+  std::vector<LayerOp> ops;
+  if (is_moe(job.model)) add_moe_forward(ops, job, dims(job, LayerKind{true, false}));
+  return ops;
+}
+
+std::vector<LayerOp> moe_block_backward_ops(const JobSpec& job) {
+  std::vector<LayerOp> ops;
+  if (is_moe(job.model)) add_moe_backward(ops, job, dims(job, LayerKind{true, false}));
+  return ops;
+}
+
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& kind) {
   switch (job.training.recompute) {
     case Recompute::None: return {};

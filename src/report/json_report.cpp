@@ -50,7 +50,8 @@ nlohmann::json step_report_to_json(const StepReport& r) {
                 {"routing_cv", m.routing_cv},
                 {"max_to_mean_rank_load", m.max_to_mean_rank_load},
                 {"max_to_mean_expert_load", m.max_to_mean_expert_load},
-                {"dropped_token_fraction", m.dropped_token_fraction}};
+                {"dropped_token_fraction", m.dropped_token_fraction},
+                {"block_time_s", {{"forward", m.block_forward_s}, {"backward", m.block_backward_s}}}};
   }
   if (r.time_to_train_days) {
     j["time_to_train_days"] = *r.time_to_train_days;

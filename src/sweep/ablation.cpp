@@ -27,7 +27,10 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
   const SystemSpec& s = job.system;
   std::vector<AblationFlip> f;
   // Model co-design (MegaScale section 3.1).
-  f.push_back(flip("parallel transformer block", "model.use_parallel_residual", job.model.use_parallel_residual));
+  // (Not for an MoE model, whose parallel block megasim does not model.)
+  if (!is_moe(job.model)) {
+    f.push_back(flip("parallel transformer block", "model.use_parallel_residual", job.model.use_parallel_residual));
+  }
   if (job.model.sliding_window) {
     f.push_back({"sliding-window attention", {"model.sliding_window=null"},
                  std::to_string(*job.model.sliding_window) + "-token window", "full causal"});

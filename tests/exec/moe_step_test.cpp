@@ -54,6 +54,11 @@ TEST(MoeStep, DispatchAcrossNodesIsExposedUnlessOverlapped) {
       catalog(), o);
   EXPECT_LT(overlapped.breakdown.exposed_ep_comm_s, 0.5 * across.breakdown.exposed_ep_comm_s);
   ASSERT_TRUE(across.moe.has_value());
+  // One MoE block alone (what Megatron-LM's moe_perf times): its kernels and its EP traffic,
+  // inside the layer's time.
+  EXPECT_GT(across.moe->block_forward_s, 0.0);
+  EXPECT_GT(across.moe->block_backward_s, across.moe->block_forward_s);
+  EXPECT_GT(across.moe->block_forward_s, inside.moe->block_forward_s);  // its dispatch crosses the NICs
   EXPECT_EQ(across.moe->ep, 16);
   EXPECT_EQ(across.moe->edp, 1);
   // Both engines carry the key; their steps agree as they do for dense jobs.

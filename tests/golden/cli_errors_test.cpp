@@ -51,6 +51,18 @@ TEST(CliErrors, MalformedUnitNamesField) {
       "nic_bandwidth");
 }
 
+// Bad MoE inputs (issue 26): EP not dividing the experts, top-k above the experts, the expert
+// grid not tiling the GPUs; each exits 2 naming the field.
+TEST(CliErrors, BadMoeInputsNameTheField) {
+  const std::string job = source_path("configs/bench/deepseek-v3-1024-h100.json");
+  expect_one_line_error(run({"simulate", job, "--engine", "analytic", "--set", "parallel.expert_model_parallel_size=48"}),
+                        "parallel.expert_model_parallel_size");
+  expect_one_line_error(run({"simulate", job, "--engine", "analytic", "--set", "model.num_experts_per_tok=300"}),
+                        "model.num_experts_per_tok");
+  expect_one_line_error(run({"simulate", job, "--engine", "analytic", "--set", "parallel.expert_model_parallel_size=256"}),
+                        "ETP*EP*PP");
+}
+
 TEST(CliErrors, UnknownListKind) { expect_one_line_error(run({"list", "toasters"}), "KIND"); }
 
 TEST(CliErrors, UnknownValidationSuite) {

@@ -119,6 +119,10 @@ TEST(Moe, BadInputsNameTheField) {
   j["parallel"]["expert_model_parallel_size"] = 8;
   EXPECT_INPUT_ERROR(test::parse(j), "parallel.expert_model_parallel_size", "needs an MoE model");
   j = moe_job("qwen3-30b-a3b");
+  j["model"] = read_json_file(test::data_dir() / "hf" / "qwen3-30b-a3b-config.json", "model");
+  j["model"]["use_parallel_residual"] = true;
+  EXPECT_INPUT_ERROR(test::parse(j), "model.use_parallel_residual", "not modelled for an MoE model");
+  j = moe_job("qwen3-30b-a3b");
   j["parallel"]["tensor_model_parallel_size"] = 2;
   j["parallel"]["sequence_parallel"] = false;
   EXPECT_INPUT_ERROR(test::parse(j), "parallel.sequence_parallel", "needs sequence parallelism");

@@ -94,6 +94,10 @@ const char* describe(const LayerKind& k);  // "dense MLP, full attention", ...
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind);
 std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind);
 std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& kind);
+// An MoE layer's MoE block alone (router to unpermute, shared experts beside): Megatron-Core's
+// MoELayer, what its moe_perf benchmark times. Empty for a dense model.
+std::vector<LayerOp> moe_block_forward_ops(const JobSpec& job);
+std::vector<LayerOp> moe_block_backward_ops(const JobSpec& job);
 // The same for a dense layer (LayerKind{}).
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job);
 std::vector<LayerOp> layer_backward_ops(const JobSpec& job);

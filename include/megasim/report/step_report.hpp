@@ -70,6 +70,8 @@ struct MoeSummary {
   double max_to_mean_rank_load = 1;      // the most-loaded EP rank's received tokens / the mean
   double max_to_mean_expert_load = 1;    // the busiest expert's tokens / the mean
   double dropped_token_fraction = 0;     // routed copies dropped by the capacity factor
+  double block_forward_s = 0;            // one MoE block alone, one micro-batch (StepCosts::moe_block_*)
+  double block_backward_s = 0;
 };
 
 struct StepReport {

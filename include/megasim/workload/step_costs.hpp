@@ -51,6 +51,10 @@ struct StepCosts {
   // shows per layer, and what Korthikanti et al. 2022 Table 4 publishes.
   double layer_fwd_s = 0;
   double layer_bwd_s = 0;
+  // One MoE block alone (MoE models; 0 otherwise), one micro-batch: its kernels plus its EP
+  // dispatch and combine, serial (Megatron-LM's moe_perf benchmark times an MoELayer so).
+  double moe_block_fwd_s = 0;
+  double moe_block_bwd_s = 0;
 
   // Pipeline point-to-point: activations (or their gradients) between adjacent chunks.
   double p2p_bytes = 0;                  // bytes per GPU per boundary per micro-batch
