@@ -78,12 +78,10 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
   ChunkCosts ch = pass_costs(c, f, b, ov);
   double params = 0;
   if (is_moe(job.model)) {
-    const int ep = job.parallel.expert_model_parallel_size, etp = expert_tensor_parallel_size(job);
-    for (std::int64_t i = first; i < first + layers + mtp; ++i) {
-      const std::int64_t layer = i < first + layers ? i : job.model.num_hidden_layers + (i - first - layers);
-      params += layer_parameters(job.model, is_moe_layer(job.model, layer), job.parallel.tensor_model_parallel_size,
-                                 ep, etp).total();
-    }
+    StageParameters held;
+    add_layer_parameters_per_gpu(job, first, layers, held);
+    add_layer_parameters_per_gpu(job, job.model.num_hidden_layers, mtp, held);
+    params = held.total();
   } else {
     params = layers * layer_parameters_per_tp_rank(job.model, job.parallel.tensor_model_parallel_size);
   }
@@ -124,13 +122,6 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
 }
 
 }  // namespace
-
-const KindPasses& LayerPasses::of(const LayerKind& k) const {
-  for (const KindPasses& p : kinds) {
-    if (p.kind == k) return p;
-  }
-  return kinds.front();
-}
 
 LayerPasses time_layer_passes(const Context& c) {
   const JobSpec& job = c.job;

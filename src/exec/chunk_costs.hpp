@@ -22,7 +22,6 @@ struct LayerPasses {
   std::vector<KindPasses> kinds;   // every kind of layer the model has, the first layer's first
   PassTimes embedding_fwd, embedding_bwd;
   PassTimes head_fwd, head_bwd;  // LM head and loss
-  const KindPasses& of(const LayerKind& k) const;
 };
 LayerPasses time_layer_passes(const Context& c);
 

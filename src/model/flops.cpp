@@ -106,22 +106,24 @@ double selective_recompute_flops_per_token(const JobSpec& job, const Terms& all)
   const double h = static_cast<double>(m.hidden_size);
   const double gamma = m.gated_mlp ? 1.5 : 1.0;
   const std::int64_t layers = m.num_hidden_layers + m.num_nextn_predict_layers;
+  // MLA's up-projections are the same in every layer: one forward, 2 FLOPs per weight.
+  double up_proj = 0;
+  if (r.mla_up_proj && is_mla(m)) {
+    const MlaSpec& x = m.mla;
+    const double a = static_cast<double>(m.num_attention_heads);
+    const double q_up = static_cast<double>(x.q_lora_rank > 0 ? x.q_lora_rank : m.hidden_size) * a *
+                        static_cast<double>(x.qk_nope_head_dim + x.qk_rope_head_dim);
+    const double kv_up = static_cast<double>(x.kv_lora_rank) * a * static_cast<double>(x.qk_nope_head_dim + x.v_head_dim);
+    up_proj = 2.0 * (q_up + kv_up);
+  }
   for (std::int64_t i = 0; i < layers; ++i) {
-    const Terms t = layer_terms(m, i, job.training.seq_length);
     const bool moe = is_moe_layer(m, i);
     if ((!moe && r.mlp) || (moe && r.moe)) {
-      extra += t.mlp / 3.0;
+      extra += layer_terms(m, i, job.training.seq_length).mlp / 3.0;
     } else if (moe && r.shared_experts) {
       extra += 12.0 * h * gamma * static_cast<double>(m.moe.shared_expert_intermediate_size) / 3.0;
     }
-    if (r.mla_up_proj && is_mla(m)) {
-      const MlaSpec& x = m.mla;
-      const double a = static_cast<double>(m.num_attention_heads);
-      const double q_up = static_cast<double>(x.q_lora_rank > 0 ? x.q_lora_rank : m.hidden_size) * a *
-                          static_cast<double>(x.qk_nope_head_dim + x.qk_rope_head_dim);
-      const double kv_up = static_cast<double>(x.kv_lora_rank) * a * static_cast<double>(x.qk_nope_head_dim + x.v_head_dim);
-      extra += 2.0 * (q_up + kv_up);  // one forward: 2 FLOPs per weight
-    }
+    extra += up_proj;
   }
   return extra;
 }

@@ -84,8 +84,6 @@ const char* describe(const LayerKind& k) {
 
 namespace model_detail {
 
-
-
 Dims dims(const JobSpec& job) { return dims(job, LayerKind{}); }
 
 Dims dims(const JobSpec& job, const LayerKind& kind) {

@@ -18,6 +18,16 @@ namespace {
 double dd(std::int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
+namespace {
+
+// The modules selective recompute replays (training.recompute_modules); none without it.
+RecomputeModules recomputed_modules(const JobSpec& job) {
+  if (job.training.recompute == Recompute::Selective) return job.training.recompute_modules;
+  return RecomputeModules{false, false, false, false, false, false, false};
+}
+
+}  // namespace
+
 bool gradients_sharded(const JobSpec& job) {
   return job.parallel.zero_stage >= 2 &&
          (gradients_reduced_every_micro_batch(job) || micro_batches_per_pipeline(job) == 1);
@@ -45,9 +55,7 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   if (job.training.recompute == Recompute::Full) return 2.0 * sbh / (sp ? t : 1.0);
 
   // Selective recompute by module (training.recompute_modules): what is recomputed is not kept.
-  const bool selective = job.training.recompute == Recompute::Selective;
-  const RecomputeModules none{false, false, false, false, false, false, false};
-  const RecomputeModules& rec = selective ? job.training.recompute_modules : none;
+  const RecomputeModules rec = recomputed_modules(job);
   // Replicated-without-SP part (norm inputs, QKV and FC1 inputs, dropout masks) and the rest.
   const int norms = m.use_parallel_residual ? 1 : 2;
   // The QKV and FC1 inputs are the norms' outputs: not kept when the norms are recomputed.
@@ -80,10 +88,9 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   const double h = dd(m.hidden_size);
   const double t = std::max(1, job.parallel.tensor_model_parallel_size);
   const double etp = expert_tensor_parallel_size(job);
-  const RecomputeModules& rec = job.training.recompute_modules;
-  const bool selective = job.training.recompute == Recompute::Selective;
+  const RecomputeModules rec = recomputed_modules(job);
   // FC1 out (+gate) and activation out, 16-bit; the activation out is recomputed under moe_act.
-  const double per_width = (m.gated_mlp ? 6.0 : 4.0) - (selective && rec.moe_act ? 2.0 : 0.0);
+  const double per_width = (m.gated_mlp ? 6.0 : 4.0) - (rec.moe_act ? 2.0 : 0.0);
   // Routed: every token goes to top-k experts; a rank keeps, for its share of those copies, the
   // permuted input (FC1's wgrad operand) and its expert's FC1 and activation outputs. Expressed
   // per TP rank (the caller divides by TP): ETP ranks share each copy's width, and each rank
@@ -92,7 +99,7 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   double bytes = copies * (2.0 * h * etp + per_width * dd(e.expert_intermediate_size));
   bytes += tokens * dd(e.num_experts) * 4.0 * t;  // router logits and probabilities (FP32, every rank)
   // Shared experts: a TP-parallel MLP, not kept under shared_experts.
-  if (!(selective && rec.shared_experts)) {
+  if (!rec.shared_experts) {
     bytes += (m.gated_mlp ? 6.0 : 4.0) * tokens * dd(e.shared_expert_intermediate_size);
   }
   return bytes;

@@ -42,26 +42,35 @@ double routed_copies_per_rank(const JobSpec& job) {
   return tokens * static_cast<double>(job.model.moe.experts_per_token);
 }
 
-ExpertLoad expert_load(const JobSpec& job) {
-  const MoeSpec& moe = job.model.moe;
-  const TrainingSpec& t = job.training;
+namespace {
+
+// Everything a routing draw depends on: two jobs with the same inputs draw the same loads.
+struct RoutingInputs {
+  std::int64_t experts = 0, experts_per_token = 0;
+  int ep = 1;
+  double mean = 0, cv = 0, capacity = 0;
+  bool pad = false;
+  std::uint64_t seed = 0;
+  bool operator==(const RoutingInputs&) const = default;
+};
+
+ExpertLoad draw_expert_load(const RoutingInputs& in) {
   ExpertLoad out;
-  if (moe.num_experts <= 0) return out;
-  const int ep = std::max(1, job.parallel.expert_model_parallel_size);
-  const auto experts = static_cast<std::size_t>(moe.num_experts);
+  const int ep = in.ep;
+  const auto experts = static_cast<std::size_t>(in.experts);
   const std::size_t local = experts / static_cast<std::size_t>(ep);
-  const double mean = static_cast<double>(ep) * routed_copies_per_rank(job) / static_cast<double>(moe.num_experts);
+  const double mean = in.mean;
   out.mean_tokens_per_expert = mean;
-  out.routing_cv = t.moe_router_force_load_balancing ? 0.0 : t.moe_routing_skew.value_or(default_routing_skew_cv());
+  out.routing_cv = in.cv;
   const double sigma2 = std::log(1.0 + out.routing_cv * out.routing_cv);
-  const double p = static_cast<double>(moe.experts_per_token) / static_cast<double>(moe.num_experts);
-  const double capacity = t.moe_expert_capacity_factor ? *t.moe_expert_capacity_factor * mean : 0.0;
+  const double p = static_cast<double>(in.experts_per_token) / static_cast<double>(in.experts);
+  const double capacity = in.capacity;
 
   std::vector<double> sum_hottest(local, 0.0);
   std::vector<double> count(experts);
   double rank_ratio = 0, expert_ratio = 0, dropped = 0, routed = 0;
   for (int d = 0; d < kDraws; ++d) {
-    Rng rng(stable_hash({job.seed, static_cast<std::uint64_t>(d), 0x40e7u}));
+    Rng rng(stable_hash({in.seed, static_cast<std::uint64_t>(d), 0x40e7u}));
     double shares = 0;
     for (double& c : count) {
       c = std::exp(std::sqrt(sigma2) * standard_normal(rng) - sigma2 / 2.0);
@@ -75,7 +84,7 @@ ExpertLoad expert_load(const JobSpec& job) {
       routed += c;
       if (capacity > 0) {
         dropped += std::max(0.0, c - capacity);
-        c = t.moe_pad_expert_input_to_capacity ? capacity : std::min(c, capacity);
+        c = in.pad ? capacity : std::min(c, capacity);
       }
     }
     std::size_t hottest = 0;
@@ -103,6 +112,35 @@ ExpertLoad expert_load(const JobSpec& job) {
   out.max_to_mean_expert_load = expert_ratio / kDraws;
   out.dropped_token_fraction = routed > 0 ? dropped / routed : 0.0;
   return out;
+}
+
+}  // namespace
+
+ExpertLoad expert_load(const JobSpec& job) {
+  const MoeSpec& moe = job.model.moe;
+  const TrainingSpec& t = job.training;
+  if (moe.num_experts <= 0) return ExpertLoad{};
+  RoutingInputs in;
+  in.experts = moe.num_experts;
+  in.experts_per_token = moe.experts_per_token;
+  in.ep = std::max(1, job.parallel.expert_model_parallel_size);
+  in.mean = static_cast<double>(in.ep) * routed_copies_per_rank(job) / static_cast<double>(moe.num_experts);
+  in.cv = t.moe_router_force_load_balancing ? 0.0 : t.moe_routing_skew.value_or(default_routing_skew_cv());
+  in.capacity = t.moe_expert_capacity_factor ? *t.moe_expert_capacity_factor * in.mean : 0.0;
+  in.pad = t.moe_pad_expert_input_to_capacity;
+  in.seed = job.seed;
+  // One job's step costs ask for its loads once per MoE op list (five to seven times), and the
+  // planner's neighbouring plans often share them: the draws were 90% of an MoE plan search
+  // (perf). A few recent results per thread, keyed on every input, serve the repeats.
+  constexpr std::size_t kRemembered = 8;
+  thread_local std::vector<std::pair<RoutingInputs, ExpertLoad>> recent;
+  for (const auto& [key, load] : recent) {
+    if (key == in) return load;
+  }
+  ExpertLoad load = draw_expert_load(in);
+  if (recent.size() == kRemembered) recent.erase(recent.begin());
+  recent.emplace_back(in, load);
+  return load;
 }
 
 }  // namespace megasim

@@ -146,13 +146,21 @@ double active_parameter_count(const ModelSpec& m) {
   return p;
 }
 
-double mtp_layer_parameter_count(const ModelSpec& m) {
+namespace {
+
+// What an MTP module holds besides its transformer layer, on one of `t` TP ranks: the
+// projection of [embedding; hidden] (2h -> h, split over TP) and the norms of its two inputs.
+double mtp_projection_parameters(const ModelSpec& m, int t) {
   const double h = d(m.hidden_size);
-  // One transformer layer of the last layer's kind, the projection of [embedding; hidden] (2h
-  // -> h) and the norms of its two inputs.
-  return layer_parameters(m, is_moe_layer(m, m.num_hidden_layers), 1, 1, 1).total() + 2.0 * h * h +
-         2.0 * norm_params(m);
+  return 2.0 * h * h / t + 2.0 * norm_params(m);
 }
+
+// One MTP module without the embedding and head it shares with the main model in training.
+double mtp_layer_parameter_count(const ModelSpec& m) {
+  return layer_parameters(m, is_moe_layer(m, m.num_hidden_layers), 1, 1, 1).total() + mtp_projection_parameters(m, 1);
+}
+
+}  // namespace
 
 double mtp_parameter_count(const ModelSpec& m) {
   if (m.num_nextn_predict_layers == 0) return 0.0;
@@ -244,23 +252,27 @@ std::int64_t first_layer_in_chunk(const JobSpec& job, int stage, int chunk) {
   return first;
 }
 
+void add_layer_parameters_per_gpu(const JobSpec& job, std::int64_t first, std::int64_t count,
+                                  StageParameters& into) {
+  const ParallelSpec& par = job.parallel;
+  const int ep = std::max(1, par.expert_model_parallel_size);
+  const int etp = expert_tensor_parallel_size(job);
+  for (std::int64_t i = first; i < first + count; ++i) {
+    const LayerParameters l = layer_parameters(job.model, is_moe_layer(job.model, i), par.tensor_model_parallel_size, ep, etp);
+    into.dense += l.dense;
+    into.expert += l.expert;
+  }
+}
+
 StageParameters stage_parameters_per_gpu(const JobSpec& job, int stage) {
   const ModelSpec& m = job.model;
   const ParallelSpec& par = job.parallel;
   const int t = std::max(1, par.tensor_model_parallel_size);
   const int p = std::max(1, par.pipeline_model_parallel_size);
-  const int ep = std::max(1, par.expert_model_parallel_size);
-  const int etp = expert_tensor_parallel_size(job);
   StageParameters out;
-  auto add_layer = [&](std::int64_t layer) {
-    const LayerParameters l = layer_parameters(m, is_moe_layer(m, layer), t, ep, etp);
-    out.dense += l.dense;
-    out.expert += l.expert;
-  };
   if (is_moe(m)) {
     for (int v = 0; v < std::max(1, par.virtual_pipeline_model_parallel_size); ++v) {
-      const std::int64_t first = first_layer_in_chunk(job, stage, v);
-      for (std::int64_t i = first; i < first + layers_in_chunk(job, stage, v); ++i) add_layer(i);
+      add_layer_parameters_per_gpu(job, first_layer_in_chunk(job, stage, v), layers_in_chunk(job, stage, v), out);
     }
   } else {  // every layer alike: one product (and the planner's memory loop stays cheap)
     out.dense = d(layers_on_stage(job, stage)) * layer_parameters(m, false, t, 1, 1).dense;
@@ -269,9 +281,8 @@ StageParameters stage_parameters_per_gpu(const JobSpec& job, int stage) {
   if (stage == p - 1) {
     out.dense += lm_head_parameters_per_gpu(job);
     for (std::int64_t k = 0; k < m.num_nextn_predict_layers; ++k) {
-      add_layer(m.num_hidden_layers + k);
-      const double h = d(m.hidden_size);
-      out.dense += 2.0 * h * h / t + 2.0 * norm_params(m);
+      add_layer_parameters_per_gpu(job, m.num_hidden_layers + k, 1, out);
+      out.dense += mtp_projection_parameters(m, t);
     }
     // MTP embeds the shifted tokens with the main model's embedding: the last stage keeps a copy.
     if (m.num_nextn_predict_layers > 0 && p > 1 && !m.tie_word_embeddings) out.dense += embedding_parameters_per_gpu(job);

@@ -39,8 +39,7 @@ double active_parameter_count(const ModelSpec& m);
 // the 2h -> h projection, norms, and copies of the embedding and output head), reported apart
 // from parameter_count as the paper does (671 B + 14 B); 0 without MTP.
 double mtp_parameter_count(const ModelSpec& m);
-// One MTP module without the embedding and head it shares with the main model in training.
-double mtp_layer_parameter_count(const ModelSpec& m);
+
 
 // Vocabulary padded as Megatron does (make-vocab-size-divisible-by 128, times TP).
 std::int64_t padded_vocab_size(const ModelSpec& m, int tensor_parallel);
@@ -71,6 +70,10 @@ struct StageParameters {
   double total() const { return dense + expert; }
 };
 StageParameters stage_parameters_per_gpu(const JobSpec& job, int stage);
+// Adds what one GPU holds of layers [first, first + count) (MTP modules' layers from
+// num_hidden_layers on, of the last layer's kind) to `into`, layer by layer.
+void add_layer_parameters_per_gpu(const JobSpec& job, std::int64_t first, std::int64_t count,
+                                  StageParameters& into);
 
 // Parameters held by one GPU of pipeline stage `stage` before any ZeRO sharding: its layers,
 // the (padded, TP-sharded) embedding on the first stage and the head on the last stage. With
