@@ -76,6 +76,9 @@ void explain(const JobSpec& job, const BufferSizes& buffers, std::int64_t max_ro
       << to_string(t.recompute) << ")\n";
   out << "cluster: " << job.cluster.num_gpus << " x " << job.cluster.gpu.name << ", "
       << job.cluster.gpus_per_node << " GPUs per node, ";
+  if (nvlink_domain_gpus(job.cluster) != job.cluster.gpus_per_node) {
+    out << nvlink_domain_gpus(job.cluster) << " GPUs per NVLink domain, ";
+  }
   if (job.cluster.network.nic_bandwidth_Bps > 0) {
     out << job.cluster.network.nics_per_node << " NICs of " << format_rate_GBps(job.cluster.network.nic_bandwidth_Bps)
         << " per node, " << to_string(job.cluster.network.topology) << "\n";

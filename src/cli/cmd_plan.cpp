@@ -66,10 +66,10 @@ void register_plan_command(CLI::App& app, CliContext& ctx) {
     JobSpec base = ctx.load_job_replacing_plan(args->config, args->sets);
     opts.space.sequence_parallel = base.parallel.sequence_parallel;
     if (args->gpus != 0) {
-      const int gpn = base.cluster.gpus_per_node;
+      const int gpn = nvlink_domain_gpus(base.cluster);
       if (args->gpus < 1 || (args->gpus > gpn && args->gpus % gpn != 0)) {
         throw InputError("--gpus", std::to_string(args->gpus) + " GPUs is not a positive whole number of " +
-                                       std::to_string(gpn) + "-GPU nodes");
+                                       std::to_string(gpn) + "-GPU NVLink domains");
       }
       base.cluster.num_gpus = args->gpus;
     }

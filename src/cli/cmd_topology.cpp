@@ -39,6 +39,8 @@ nlohmann::json summary_json(const TopologySummary& s) {
       {"num_gpus", lay.num_gpus},
       {"num_nodes", lay.num_nodes},
       {"gpus_per_node", lay.gpus_per_node},
+      {"nvlink_domain_size", lay.nvlink_domain_size},
+      {"num_nvlink_domains", lay.num_domains},
       {"rails", lay.rails},
       {"switches",
        {{"tor", s.num_tors}, {"agg", s.num_aggs}, {"spine", s.num_spines},

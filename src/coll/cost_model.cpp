@@ -173,10 +173,13 @@ double nic_effective_Bps(const ClusterSpec& c, const NcclModel& m) {
 }
 
 int nics_used_per_node(int ranks_per_node, const ClusterSpec& c) {
+  // Each rank drives its host's NICs in proportion (nics_per_node / gpus_per_node per GPU); an
+  // NVLink domain of several hosts (NVL72) offers all of its hosts' NICs.
   const int nics = std::max(1, c.network.nics_per_node);
   const int gpn = std::max(1, c.gpus_per_node);
+  const int domain_nics = nics * std::max(1, nvlink_domain_gpus(c) / gpn);
   const int used = (ranks_per_node * nics + gpn - 1) / gpn;
-  return std::clamp(used, 1, nics);
+  return std::clamp(used, 1, domain_nics);
 }
 
 double group_bus_bandwidth_Bps(const CollGroupShape& g, const ClusterSpec& c, const NcclModel& m) {
@@ -189,7 +192,8 @@ double group_bus_bandwidth_Bps(const CollGroupShape& g, const ClusterSpec& c, co
 double inter_node_topology_latency_s(const CollGroupShape& g, const ClusterSpec& c) {
   if (g.nodes <= 1) return 0.0;
   const int per_leaf = c.network.servers_per_tor;
-  const bool one_leaf = per_leaf <= 0 || g.nodes <= per_leaf;
+  const int hosts_per_domain = std::max(1, nvlink_domain_gpus(c) / std::max(1, c.gpus_per_node));
+  const bool one_leaf = per_leaf <= 0 || static_cast<std::int64_t>(g.nodes) * hosts_per_domain <= per_leaf;
   // Multi-GPU rings use rail-matched NICs, so they stay on rails like same-rail groups.
   const bool in_rail = g.same_rail || g.ranks_per_node > 1 || c.network.topology == Topology::RailOnly;
   const int hops = one_leaf && in_rail ? 2 : 4;
@@ -198,7 +202,7 @@ double inter_node_topology_latency_s(const CollGroupShape& g, const ClusterSpec&
 
 int default_channels(const CollGroupShape& g, const ClusterSpec& c, const NcclModel& m) {
   if (g.nodes == 1) return m.channels_single_node;
-  return m.channels_per_nic * nics_used_per_node(g.ranks_per_node, c);
+  return std::min(m.channels_max, m.channels_per_nic * nics_used_per_node(g.ranks_per_node, c));
 }
 
 CollEstimate estimate_collective(CollOp op, double size_bytes, const CollGroupShape& g,

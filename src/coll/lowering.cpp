@@ -14,12 +14,12 @@ namespace {
 
 using Blocks = std::vector<std::vector<int>>;
 
-// GPUs grouped by node, nodes in order of first appearance, GPUs in request order.
-Blocks group_by_node(const std::vector<int>& gpus, int gpus_per_node) {
+// GPUs grouped by NVLink domain, domains in order of first appearance, GPUs in request order.
+Blocks group_by_domain(const std::vector<int>& gpus, int domain_gpus) {
   Blocks blocks;
   std::map<int, std::size_t> index;
   for (int g : gpus) {
-    const int node = g / gpus_per_node;
+    const int node = g / domain_gpus;
     auto [it, fresh] = index.emplace(node, blocks.size());
     if (fresh) blocks.emplace_back();
     blocks[it->second].push_back(g);
@@ -43,14 +43,14 @@ class PhaseBuilder {
  public:
   // `pf`: protocol efficiency (protocol_efficiency()); `latency_s`: the NCCL latency term.
   PhaseBuilder(const ClusterSpec& c, const NcclModel& m, double pf, double latency_s)
-      : c_(c), qpc_(std::max(1, c.network.queue_pairs_per_connection)), latency_s_(latency_s) {
+      : c_(c), domain_(nvlink_domain_gpus(c)), qpc_(std::max(1, c.network.queue_pairs_per_connection)), latency_s_(latency_s) {
     nvl_div_ = m.nvlink_fraction(c.gpu.architecture_sm) * pf;
     net_div_ = m.network_fraction(c.network.nic_bandwidth_Bps) * pf;
   }
 
   void add(int src, int dst, double payload, int channel) {
     if (src == dst || payload <= 0) return;
-    const bool inter = src / c_.gpus_per_node != dst / c_.gpus_per_node;
+    const bool inter = src / domain_ != dst / domain_;
     if (!inter) {  // NVLink: no queue pairs, one flow
       flows_.push_back({src, dst, payload / nvl_div_, 0, 1});
       return;
@@ -79,6 +79,7 @@ class PhaseBuilder {
 
  private:
   const ClusterSpec& c_;
+  int domain_;
   int qpc_;
   double latency_s_;
   double nvl_div_ = 1;
@@ -160,12 +161,12 @@ struct SendRecvRoute {
   CollGroupShape shape;
 };
 
-SendRecvRoute send_recv_route(const CollectiveRequest& req, int gpus_per_node) {
+SendRecvRoute send_recv_route(const CollectiveRequest& req, int gpus_per_node, int domain_gpus) {
   if (req.gpus.size() < 2) throw InputError("gpus", "send_recv needs a source and a destination GPU");
   SendRecvRoute r;
   r.src = req.gpus.front();
   r.dst = req.gpus.back();
-  const bool cross = r.src / gpus_per_node != r.dst / gpus_per_node;
+  const bool cross = r.src / domain_gpus != r.dst / domain_gpus;
   r.rails = cross ? std::clamp(req.scatter_gather, 1, gpus_per_node) : 1;
   r.shape = CollGroupShape{2 * r.rails, r.rails, cross ? 2 : 1, r.src % gpus_per_node == r.dst % gpus_per_node};
   return r;
@@ -174,7 +175,7 @@ SendRecvRoute send_recv_route(const CollectiveRequest& req, int gpus_per_node) {
 }  // namespace
 
 CollGroupShape shape_of(const std::vector<int>& gpus, const ClusterSpec& c) {
-  const Blocks blocks = group_by_node(gpus, std::max(1, c.gpus_per_node));
+  const Blocks blocks = group_by_domain(gpus, std::max(1, nvlink_domain_gpus(c)));
   CollGroupShape s;
   s.nodes = static_cast<int>(blocks.size());
   for (const auto& b : blocks) s.ranks_per_node = std::max(s.ranks_per_node, static_cast<int>(b.size()));
@@ -189,7 +190,7 @@ CollEstimate estimate_request(const CollectiveRequest& req, const ClusterSpec& c
   const int gpn = c.gpus_per_node;
   const double S = req.size_bytes;
   if (req.op == CollOp::SendRecv) {
-    const SendRecvRoute route = send_recv_route(req, gpn);
+    const SendRecvRoute route = send_recv_route(req, gpn, nvlink_domain_gpus(c));
     const int t = route.rails;
     CollEstimate e = estimate_collective(CollOp::SendRecv, S, route.shape, c, m);
     if (t > 1) {
@@ -224,7 +225,7 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   const double S = req.size_bytes;
 
   if (req.op == CollOp::SendRecv) {
-    const SendRecvRoute route = send_recv_route(req, gpn);
+    const SendRecvRoute route = send_recv_route(req, gpn, nvlink_domain_gpus(c));
     const int src = route.src, dst = route.dst, t = route.rails;
     plan.shape = route.shape;
     plan.channels = 1;
@@ -251,7 +252,7 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
     return plan;
   }
 
-  const Blocks blocks = group_by_node(req.gpus, gpn);
+  const Blocks blocks = group_by_domain(req.gpus, std::max(1, nvlink_domain_gpus(c)));
   plan.shape = shape_of(req.gpus, c);
   plan.channels = req.channels > 0 ? req.channels : default_channels(plan.shape, c, m);
   plan.estimate = estimate_collective(req.op, S, plan.shape, c, m, req.algo);

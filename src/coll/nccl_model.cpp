@@ -193,10 +193,13 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string cp = join_path(path, "channels");
   const auto& ch = at(j, "channels", path);
-  require_known_keys(ch, cp, {"source", "single_node", "per_nic"});
+  require_known_keys(ch, cp, {"source", "single_node", "per_nic", "max", "max_source"});
   m.channels_single_node = static_cast<int>(positive(ch, "single_node", cp));
   m.channels_per_nic = static_cast<int>(positive(ch, "per_nic", cp));
-  if (m.channels_single_node < 1 || m.channels_per_nic < 1) throw InputError(cp, "channel counts must be >= 1");
+  m.channels_max = static_cast<int>(positive(ch, "max", cp));
+  if (m.channels_single_node < 1 || m.channels_per_nic < 1 || m.channels_max < 1) {
+    throw InputError(cp, "channel counts must be >= 1");
+  }
 
   const std::string ep = join_path(path, "transport_efficiency");
   const auto& te = at(j, "transport_efficiency", path);

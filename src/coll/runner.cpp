@@ -1,14 +1,44 @@
 // Runs lowered collectives on the flow network (see runner.hpp).
 #include "megasim/coll/runner.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "megasim/core/rng.hpp"
 
 namespace megasim {
 
+struct CollectiveRunner::Prepared {
+  struct Flow {
+    const LinkPath* path = nullptr;  // into the runner's path cache
+    double bytes = 0;
+    int multiplicity = 1;
+  };
+  struct LinkLoad {
+    LinkId link = kNoLink;
+    double bytes = 0;   // all copies
+    double busy_s = 0;
+  };
+  struct Phase {
+    double latency_s = 0;
+    std::vector<Flow> simulated;
+    // Isolated edges, evaluated instead of simulated: when the slowest ends (from the phase's
+    // start), what they put on each of their links, and how many flows they stand for.
+    bool has_isolated = false;
+    SimTime isolated_duration;
+    std::vector<LinkLoad> isolated_load;
+    std::uint64_t isolated_flows = 0;
+  };
+  std::vector<Phase> phases;
+};
+
 struct CollectiveRunner::Running {
-  CollectivePlan plan;
+  std::shared_ptr<const Prepared> plan;
   std::string tag;
   std::function<void()> on_done;
   TaskId task = 0;
@@ -32,11 +62,130 @@ const std::vector<WeightedPath>& CollectiveRunner::paths(int src, int dst, std::
   return it->second;
 }
 
+void CollectiveRunner::enable_isolated_edges(std::function<bool(int gpu)> touched_elsewhere) {
+  touched_elsewhere_ = std::move(touched_elsewhere);
+}
+
+bool CollectiveRunner::may_isolate(int src, int dst) const {
+  const ClusterSpec& c = fabric_.cluster();
+  // A shared NIC carries several GPUs' edges, and a rail-only relay borrows another GPU's
+  // NVLink and NIC ports: neither is private to one edge.
+  if (!touched_elsewhere_ || c.network.nics_per_node != c.gpus_per_node ||
+      fabric_.topology() == Topology::RailOnly) {
+    return false;
+  }
+  return !touched_elsewhere_(src) && !touched_elsewhere_(dst);
+}
+
+std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(const CollectivePlan& plan) {
+  auto out = std::make_shared<Prepared>();
+  constexpr int kFree = -1;
+  constexpr int kShared = -2;
+  if (touched_elsewhere_) link_owner_.assign(fabric_.num_links(), kFree);
+  const std::vector<double>& cap = fabric_.link_capacity_Bps();
+  for (const CollPhase& phase : plan.phases) {
+    Prepared::Phase ph;
+    ph.latency_s = phase.latency_s;
+    // Routed lazily: an edge evaluated in isolation never enters the path cache.
+    std::vector<const std::vector<WeightedPath>*> routed(phase.flows.size(), nullptr);
+    auto route = [&](std::size_t i) -> const std::vector<WeightedPath>& {
+      if (routed[i] == nullptr) {
+        const FlowStep& f = phase.flows[i];
+        routed[i] = &paths(f.src_gpu, f.dst_gpu, f.queue_pair);
+      }
+      return *routed[i];
+    };
+
+    // Edges: the flows of one (source, destination) pair. An edge is isolated when its
+    // endpoints may be isolated, its route is switch-free (Router::direct_path), its flows
+    // have one size, and no other edge of the phase uses its links.
+    struct Edge {
+      bool isolated = true;
+      std::array<LinkId, 4> links{};
+      int length = 0;
+      double bytes = -1;
+      std::uint64_t copies = 0;
+    };
+    std::vector<Edge> edges;
+    std::vector<int> edge_of(phase.flows.size(), -1);
+    if (touched_elsewhere_) {
+      std::unordered_map<std::uint64_t, int> index;
+      std::vector<LinkId> touched;
+      auto claim = [&](LinkId l, int e) {
+        int& owner = link_owner_[l];
+        if (owner == kFree) {
+          owner = e;
+          touched.push_back(l);
+        } else if (owner != e) {
+          if (owner >= 0) edges[static_cast<std::size_t>(owner)].isolated = false;
+          edges[static_cast<std::size_t>(e)].isolated = false;
+          owner = kShared;
+        }
+      };
+      for (std::size_t i = 0; i < phase.flows.size(); ++i) {
+        const FlowStep& f = phase.flows[i];
+        const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.src_gpu)) << 32) |
+                                  static_cast<std::uint32_t>(f.dst_gpu);
+        const auto [it, fresh] = index.emplace(key, static_cast<int>(edges.size()));
+        if (fresh) edges.emplace_back();
+        const int e = it->second;
+        edge_of[i] = e;
+        std::array<LinkId, 4> direct{};
+        int length = 0;
+        if (may_isolate(f.src_gpu, f.dst_gpu) && router_.direct_path(f.src_gpu, f.dst_gpu, direct, length)) {
+          Edge& edge = edges[static_cast<std::size_t>(e)];
+          if (edge.bytes >= 0 && edge.bytes != f.wire_bytes) edge.isolated = false;
+          edge.links = direct;
+          edge.length = length;
+          edge.bytes = f.wire_bytes;
+          edge.copies += static_cast<std::uint64_t>(f.multiplicity);
+          for (int k = 0; k < length; ++k) claim(direct[static_cast<std::size_t>(k)], e);
+        } else {
+          edges[static_cast<std::size_t>(e)].isolated = false;
+          for (const WeightedPath& p : route(i))
+            for (LinkId l : p.links) claim(l, e);
+        }
+      }
+      for (LinkId l : touched) link_owner_[l] = kFree;
+    }
+
+    for (std::size_t i = 0; i < phase.flows.size(); ++i) {
+      const FlowStep& f = phase.flows[i];
+      if (edge_of[i] >= 0 && edges[static_cast<std::size_t>(edge_of[i])].isolated) continue;
+      for (const WeightedPath& p : route(i)) ph.simulated.push_back({&p.links, f.wire_bytes * p.weight, f.multiplicity});
+    }
+    for (const Edge& e : edges) {
+      if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
+      // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
+      // completion is rounded up to the picosecond as the flow network rounds it.
+      double bottleneck = std::numeric_limits<double>::infinity();
+      for (int k = 0; k < e.length; ++k) bottleneck = std::min(bottleneck, cap[e.links[static_cast<std::size_t>(k)]]);
+      const double rate = bottleneck / static_cast<double>(e.copies);
+      const double exact_ps = e.bytes / rate * 1e12;
+      const SimTime end = SimTime::from_seconds(ph.latency_s) +
+                          SimTime::from_ps(static_cast<std::int64_t>(std::ceil(exact_ps - exact_ps * 4e-16)));
+      ph.has_isolated = true;
+      ph.isolated_duration = std::max(ph.isolated_duration, end);
+      ph.isolated_flows += e.copies;
+      for (int k = 0; k < e.length; ++k) {
+        ph.isolated_load.push_back({e.links[static_cast<std::size_t>(k)], e.bytes * static_cast<double>(e.copies), e.bytes / rate});
+      }
+    }
+    out->phases.push_back(std::move(ph));
+  }
+  return out;
+}
+
 void CollectiveRunner::start(const CollectiveRequest& req, std::function<void()> on_done) {
   start(lower_collective(req, fabric_.cluster(), model_), req.tag, std::move(on_done));
 }
 
 void CollectiveRunner::start(const CollectivePlan& plan, const std::string& tag,
+                             std::function<void()> on_done) {
+  start(prepare(plan), tag, std::move(on_done));
+}
+
+void CollectiveRunner::start(const std::shared_ptr<const Prepared>& plan, const std::string& tag,
                              std::function<void()> on_done) {
   auto run = std::make_shared<Running>();
   run->plan = plan;
@@ -48,7 +197,7 @@ void CollectiveRunner::start(const CollectivePlan& plan, const std::string& tag,
 }
 
 void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
-  if (run->phase >= run->plan.phases.size()) {
+  if (run->phase >= run->plan->phases.size()) {
     // Completion is its own event so on_done never runs inside start().
     engine_.schedule_after(SimTime::from_ps(0), [this, run] {
       engine_.end_task(run->task);
@@ -56,9 +205,8 @@ void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
     });
     return;
   }
-  const CollPhase& phase = run->plan.phases[run->phase];
-  std::size_t count = 0;
-  for (const FlowStep& f : phase.flows) count += paths(f.src_gpu, f.dst_gpu, f.queue_pair).size();
+  const Prepared::Phase& phase = run->plan->phases[run->phase];
+  const std::size_t count = phase.simulated.size() + (phase.has_isolated ? 1 : 0);
   if (count == 0) {  // nothing to move: only the latency term
     engine_.schedule_after(SimTime::from_seconds(phase.latency_s), [this, run] {
       ++run->phase;
@@ -67,17 +215,21 @@ void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
     return;
   }
   run->pending = count;
-  for (const FlowStep& f : phase.flows) {
-    for (const WeightedPath& p : paths(f.src_gpu, f.dst_gpu, f.queue_pair)) {
-      FlowRequest fr;
-      fr.path = p.links;
-      fr.bytes = f.wire_bytes * p.weight;
-      fr.latency_s = phase.latency_s;
-      fr.multiplicity = f.multiplicity;
-      fr.name = run->tag;
-      fr.on_complete = [this, run] { flow_done(run); };
-      network_.start_flow(std::move(fr));
-    }
+  if (phase.has_isolated) {
+    for (const Prepared::LinkLoad& l : phase.isolated_load) network_.add_link_load(l.link, l.bytes, l.busy_s);
+    flows_isolated_ += phase.isolated_flows;
+    engine_.schedule_after(phase.isolated_duration, [this, run] { flow_done(run); });
+  }
+  for (const Prepared::Flow& f : phase.simulated) {
+    FlowRequest fr;
+    fr.path = *f.path;
+    fr.bytes = f.bytes;
+    fr.latency_s = phase.latency_s;
+    fr.multiplicity = f.multiplicity;
+    fr.name = run->tag;
+    fr.on_complete = [this, run] { flow_done(run); };
+    network_.start_flow(std::move(fr));
+    flows_simulated_ += static_cast<std::uint64_t>(f.multiplicity);
   }
 }
 

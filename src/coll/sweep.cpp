@@ -35,6 +35,7 @@ double simulate_once(const Fabric& fabric, const Router& router, const NcclModel
   Engine engine;
   FlowNetwork net(engine, fabric.link_capacity_Bps());
   CollectiveRunner runner(engine, net, router, fabric, m);
+  runner.enable_isolated_edges([](int) { return false; });  // the collective is alone on the fabric
   double done = -1;
   runner.start(plan, "collective", [&] { done = engine.now().seconds(); });
   engine.run();
@@ -127,10 +128,10 @@ EcmpReport collective_ecmp_report(const ClusterSpec& c, const NcclModel& m, cons
   rep.p50_inflation = nearest_rank(rep.inflation, 0.50);
   rep.p99_inflation = nearest_rank(rep.inflation, 0.99);
   std::vector<FlowKey> keys;
-  const int gpn = c.gpus_per_node;
+  const int domain = nvlink_domain_gpus(c);
   for (const CollPhase& ph : plan.phases)
     for (const FlowStep& f : ph.flows)
-      if (f.src_gpu / gpn != f.dst_gpu / gpn)
+      if (f.src_gpu / domain != f.dst_gpu / domain)
         for (int k = 0; k < f.multiplicity; ++k) keys.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
   rep.network_flows = keys.size();
   rep.uplinks = ecmp_collision_stats(Router(fabric, Routing::Ecmp, c.network.ecmp_seed), keys);

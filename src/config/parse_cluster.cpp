@@ -99,6 +99,12 @@ ClusterSpec parse_cluster(const nlohmann::json& v, const std::string& path, cons
   c.gpu = parse_gpu(gpu.value, r.path_of("gpu"), gpu.name, gpu_pcie);
   c.num_gpus = r.int_req("num_gpus", 1, kMaxInt);
   c.gpus_per_node = static_cast<int>(r.int_opt("gpus_per_node", 1, 1024).value_or(8));
+  c.nvlink_domain_size = static_cast<int>(r.int_opt("nvlink_domain_size", 1, 1024).value_or(c.gpus_per_node));
+  if (c.nvlink_domain_size % c.gpus_per_node != 0) {
+    throw InputError(r.path_of("nvlink_domain_size"), "must be a multiple of gpus_per_node (" +
+                                                          std::to_string(c.gpus_per_node) +
+                                                          "): an NVLink domain is made of whole hosts");
+  }
   const auto pcie = r.bandwidth_opt("pcie_bandwidth");
   if (pcie && !(*pcie > 0)) throw InputError(r.path_of("pcie_bandwidth"), "must be positive");
   c.pcie_bandwidth_Bps = pcie.value_or(gpu_pcie.value_or(0.0));
@@ -113,7 +119,7 @@ ClusterSpec parse_cluster(const nlohmann::json& v, const std::string& path, cons
     }
     deep_merge(net, *given);
   }
-  c.network = parse_network(net, r.path_of("network"), c.num_gpus > c.gpus_per_node, c.gpus_per_node);
+  c.network = parse_network(net, r.path_of("network"), c.num_gpus > c.nvlink_domain_size, c.gpus_per_node);
   r.finish();
   return c;
 }

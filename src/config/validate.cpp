@@ -20,10 +20,20 @@ void check_cluster_shape(const JobSpec& job) {
     throw InputError("cluster.num_gpus", s(c.num_gpus) + " GPUs is not a whole number of " +
                                              s(c.gpus_per_node) + "-GPU nodes");
   }
-  if (p.tensor_model_parallel_size > c.gpus_per_node) {
+  const int domain = nvlink_domain_gpus(c);
+  if (c.num_gpus > domain && c.num_gpus % domain != 0) {
+    throw InputError("cluster.num_gpus", s(c.num_gpus) + " GPUs is not a whole number of " + s(domain) +
+                                             "-GPU NVLink domains (cluster.nvlink_domain_size)");
+  }
+  if (p.tensor_model_parallel_size > domain) {
     throw InputError("parallel.tensor_model_parallel_size",
-                     "TP " + s(p.tensor_model_parallel_size) + " exceeds gpus_per_node " + s(c.gpus_per_node) +
-                         " (tensor parallelism must stay inside one NVLink node)");
+                     "TP " + s(p.tensor_model_parallel_size) + " exceeds the NVLink domain of " + s(domain) +
+                         " GPUs (tensor parallelism must stay inside one NVLink domain)");
+  }
+  if (domain % p.tensor_model_parallel_size != 0) {
+    throw InputError("parallel.tensor_model_parallel_size",
+                     "TP " + s(p.tensor_model_parallel_size) + " does not divide the NVLink domain of " + s(domain) +
+                         " GPUs (a TP group would straddle two domains)");
   }
   const std::int64_t model_gpus = static_cast<std::int64_t>(p.tensor_model_parallel_size) *
                                   p.pipeline_model_parallel_size * p.context_parallel_size;
@@ -214,10 +224,10 @@ void check_experts(const JobSpec& job) {
     throw InputError("parallel.expert_model_parallel_size",
                      "EP " + s(ep) + " does not divide the " + s(moe.num_experts) + " routed experts");
   }
-  if (etp > job.cluster.gpus_per_node) {
+  if (etp > nvlink_domain_gpus(job.cluster)) {
     throw InputError("parallel.expert_tensor_parallel_size",
-                     "ETP " + s(etp) + " exceeds gpus_per_node " + s(job.cluster.gpus_per_node) +
-                         " (expert tensor parallelism must stay inside one NVLink node)");
+                     "ETP " + s(etp) + " exceeds the NVLink domain of " + s(nvlink_domain_gpus(job.cluster)) +
+                         " GPUs (expert tensor parallelism must stay inside one NVLink domain)");
   }
   if (moe.expert_intermediate_size % etp != 0) {
     throw InputError("parallel.expert_tensor_parallel_size",

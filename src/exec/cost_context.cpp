@@ -29,11 +29,11 @@ HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& cat
 
 }  // namespace
 
-CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per_node) {
+CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus) {
   CollGroupShape g;
   g.ranks = static_cast<int>(ranks);
   const std::int64_t per_node =
-      stride >= gpus_per_node ? 1 : std::min<std::int64_t>(ranks, gpus_per_node / stride);
+      stride >= domain_gpus ? 1 : std::min<std::int64_t>(ranks, domain_gpus / stride);
   // A group that does not fill whole nodes (e.g. 2,564 ranks, 8 per node) is ragged; the
   // NCCL shape model wants equal counts, so use the largest count that tiles the group.
   g.ranks_per_node = static_cast<int>(std::max<std::int64_t>(1, std::gcd(ranks, std::max<std::int64_t>(1, per_node))));
@@ -43,11 +43,11 @@ CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per
 }
 
 Context make_context(const JobSpec& job, const StepCostData& data) {
-  const int gpn = job.cluster.gpus_per_node;
-  return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, gpn),
-                 group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, gpn),
+  const int domain = nvlink_domain_gpus(job.cluster);
+  return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, domain),
+                 group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
                  overlap_compute_slowdown(data.hw) - 1.0,
-                 group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), gpn)};
+                 group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
 }
 
 namespace {
@@ -97,7 +97,7 @@ double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
   if (op.kind == OpKind::CpExchange) {
     if (c.cp_group.ranks <= 1) return 0.0;
     return collective_time_s(CollOp::SendRecv, bytes,
-                             group_shape(2, c.job.parallel.tensor_model_parallel_size, c.job.cluster.gpus_per_node),
+                             group_shape(2, c.job.parallel.tensor_model_parallel_size, nvlink_domain_gpus(c.job.cluster)),
                              c.job.cluster, c.nccl);
   }
   if (c.tp_group.ranks <= 1) return 0.0;

@@ -20,7 +20,7 @@ struct StepCostData {
 };
 
 // The shape of the communicator formed by `ranks` GPUs placed `stride` GPUs apart.
-CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int gpus_per_node);
+CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus);
 
 struct Context {
   const JobSpec& job;

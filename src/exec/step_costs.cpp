@@ -36,7 +36,7 @@ void add_p2p_costs(const Context& ctx, StepCosts& c) {
       static_cast<std::int64_t>(tp) * cp * (par.placement == PlacementOrder::DpFirst ? par.data_parallel_size : 1);
   c.p2p_time_s = par.pipeline_model_parallel_size > 1
                      ? collective_time_s(CollOp::SendRecv, c.p2p_bytes,
-                                         group_shape(2, pp_stride, job.cluster.gpus_per_node), job.cluster, ctx.nccl)
+                                         group_shape(2, pp_stride, nvlink_domain_gpus(job.cluster)), job.cluster, ctx.nccl)
                      : 0.0;
 }
 
@@ -59,7 +59,7 @@ void add_dp_costs(const Context& ctx, StepCosts& c) {
   c.dp_param_gather_bytes = par.zero_stage >= 1 ? stage_params * kWeightBytesPerParam : 0.0;
   const std::int64_t dp_stride = static_cast<std::int64_t>(par.tensor_model_parallel_size) *
                                  par.context_parallel_size * (par.placement == PlacementOrder::DpFirst ? 1 : pp);
-  const CollGroupShape dp_group = group_shape(dp, dp_stride, job.cluster.gpus_per_node);
+  const CollGroupShape dp_group = group_shape(dp, dp_stride, nvlink_domain_gpus(job.cluster));
   const CollOp reduce = par.zero_stage == 0 ? CollOp::AllReduce : CollOp::ReduceScatter;
   if (dp > 1) {
     c.dp_reduce_time_s = collective_time_s(reduce, c.dp_grad_reduce_bytes, dp_group, job.cluster, ctx.nccl);
@@ -72,7 +72,7 @@ void add_dp_costs(const Context& ctx, StepCosts& c) {
   if (stage.expert > 0 && edp > 1) {
     const CollGroupShape edp_group =
         group_shape(edp, static_cast<std::int64_t>(expert_tensor_parallel_size(job)) * par.expert_model_parallel_size,
-                    job.cluster.gpus_per_node);
+                    nvlink_domain_gpus(job.cluster));
     const double grad_bytes = stage.expert * grad_bytes_per_param;
     const double param_bytes = par.zero_stage >= 1 ? stage.expert * kWeightBytesPerParam : 0.0;
     c.dp_reduce_time_s += collective_time_s(reduce, grad_bytes, edp_group, job.cluster, ctx.nccl);
@@ -99,7 +99,7 @@ void add_host_costs(const Context& ctx, const HostOverheads& host, StepCosts& c)
   const int gpn = job.cluster.gpus_per_node;
   // Optimizer: this rank's shard of the update (memory-bound) plus the global gradient-norm
   // all-reduce of one scalar per rank (latency-bound).
-  const CollGroupShape world = group_shape(job.cluster.num_gpus, 1, gpn);
+  const CollGroupShape world = group_shape(job.cluster.num_gpus, 1, nvlink_domain_gpus(job.cluster));
   c.optimizer_s = optimizer_step_time_s(job, ctx.hw) +
                   collective_time_s(CollOp::AllReduce, 4.0, world, job.cluster, ctx.nccl);
 

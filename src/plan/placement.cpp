@@ -29,10 +29,12 @@ Placement::Placement(const ParallelSpec& p, const ClusterSpec& cluster)
   if (dp_ * model_ranks != world_) {
     throw InputError("parallel", "TP*CP*PP*DP must equal cluster.num_gpus");
   }
-  // TP is innermost: a TP group must fit in a node or cover whole nodes.
-  if (gpus_per_node_ % tp_ != 0 && tp_ % gpus_per_node_ != 0) {
+  // TP is innermost: a TP group must fit in an NVLink domain or cover whole domains.
+  const int domain = nvlink_domain_gpus(cluster);
+  if (domain % tp_ != 0 && tp_ % domain != 0) {
     throw InputError("parallel.tensor_model_parallel_size",
-                     "must divide gpus_per_node or be a multiple of it (TP groups stay on NVLink)");
+                     "must divide the NVLink domain size " + std::to_string(domain) +
+                         " or be a multiple of it (TP groups stay on NVLink)");
   }
 }
 

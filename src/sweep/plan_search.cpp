@@ -169,7 +169,7 @@ PlanSearchResult search_plans(const JobSpec& requested, const Catalog& catalog, 
   const BufferSizes buffers = buffer_sizes(*cost_data);
   const bool sp = opts.space.sequence_parallel;
   if (!admits_a_plan(base, base.cluster.num_gpus, candidates, sp, buffers)) {
-    const int gpn = base.cluster.gpus_per_node;
+    const int gpn = nvlink_domain_gpus(base.cluster);  // counts step by whole NVLink domains
     const std::int64_t n = base.cluster.num_gpus;
     const auto below = nearest_admitting(base, next_gpu_count(n, gpn, -1), -1, candidates, sp, buffers);
     const auto above = nearest_admitting(base, next_gpu_count(n, gpn, +1), +1, candidates, sp, buffers);

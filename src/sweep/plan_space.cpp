@@ -123,7 +123,7 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
 
   std::vector<PlanCandidate> out;
   for (const auto gbs : batches) {
-    for (const int tp : divisors(base.cluster.gpus_per_node)) {
+    for (const int tp : divisors(nvlink_domain_gpus(base.cluster))) {
       for (const int cp : cps) {
         for (const auto& layout : layouts) {
           for (const int vpp : layout.vpps) {
@@ -216,7 +216,7 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
     // Megatron-Core's expert grid (config/validate.cpp check_experts), ETP defaulting to each plan's TP.
     const std::int64_t etp = expert_tensor_parallel_size(job);
     const std::int64_t grid = etp * p.expert_model_parallel_size * p.pipeline_model_parallel_size;
-    if (job.cluster.num_gpus % grid != 0 || etp > job.cluster.gpus_per_node ||
+    if (job.cluster.num_gpus % grid != 0 || etp > nvlink_domain_gpus(job.cluster) ||
         job.model.moe.expert_intermediate_size % etp != 0 || (tp > 1 && !p.sequence_parallel)) {
       return PlanRule::ExpertGridDividesGpus;
     }

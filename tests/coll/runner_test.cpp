@@ -84,6 +84,35 @@ TEST(CollectiveRunner, PublishedBusbwPerNdrNic) {
   EXPECT_LE(bw, 48 * 1.1);
 }
 
+// Rack-scale NVLink: an all-reduce over the 72 GPUs of one NVL72 rack (18 hosts) runs on the
+// NVLink switch fabric at NVLink 5's achieved bus bandwidth (695 GB/s measured on 8 x B300,
+// nccl-2.21.json), an order of magnitude above one 400G NIC's 50 GB/s; the flow simulation
+// and the analytic model agree; and no flow of it touches a NIC.
+TEST(CollectiveRunner, Nvl72AllReduceRunsOnNvlink) {
+  const ClusterSpec c = testing::nvl72(2);
+  const NcclModel m = bundled_nccl_model();
+  CollectiveRequest req{CollOp::AllReduce, CollAlgo::Auto, 4 * kGiB, iota_gpus(72), 0, "ar", 1};
+  const double bw = sim_busbw_GBps(c, req);
+  EXPECT_GT(bw, 600);
+  EXPECT_LT(bw, 700);
+  const CollectivePlan plan = lower_collective(req, c, m);
+  EXPECT_EQ(plan.shape.nodes, 1);
+  EXPECT_EQ(plan.shape.ranks_per_node, 72);
+  const Fabric f = build_fabric(c);
+  const Router r(f, Routing::Ecmp, 1);
+  for (const CollPhase& ph : plan.phases)
+    for (const FlowStep& fl : ph.flows)
+      for (const WeightedPath& p : r.paths(fl.src_gpu, fl.dst_gpu, fl.queue_pair))
+        for (LinkId l : p.links) EXPECT_EQ(f.link_kind(l), LinkKind::NvLink);
+  // Across two racks the ring leaves each rack on many NICs at once: still NVLink-bound,
+  // and channels stop at NCCL's MAXCHANNELS instead of 2 per NIC of 72 NICs.
+  CollectiveRequest two{CollOp::AllReduce, CollAlgo::Ring, 4 * kGiB, iota_gpus(144), 0, "ar2", 1};
+  const CollectivePlan plan2 = lower_collective(two, c, m);
+  EXPECT_EQ(plan2.shape.nodes, 2);
+  EXPECT_EQ(plan2.channels, m.channels_max);
+  EXPECT_GT(sim_busbw_GBps(c, two), 400);
+}
+
 // The simulation and the analytic model agree on symmetric, contention-free groups.
 TEST(CollectiveRunner, AgreesWithAnalyticModel) {
   const NcclModel m = bundled_nccl_model();

@@ -42,6 +42,19 @@ inline ClusterSpec dgx_h100(std::int64_t nodes) {
   return c;
 }
 
+// GB200 NVL72-like: 4-GPU hosts (one 400G NIC per GPU), 72-GPU NVLink 5 domains at 900 GB/s.
+inline ClusterSpec nvl72(std::int64_t racks) {
+  ClusterSpec c = dgx_h100(racks * 18);
+  c.name = "test-nvl72";
+  c.gpu.nvlink_bandwidth_Bps = 900e9;
+  c.gpu.architecture_sm = 100;
+  c.num_gpus = racks * 72;
+  c.gpus_per_node = 4;
+  c.nvlink_domain_size = 72;
+  c.network.nics_per_node = 4;
+  return c;
+}
+
 inline NcclModel bundled_nccl_model() {
   return load_default_nccl_model(std::string(MEGASIM_SOURCE_DIR) + "/configs");
 }

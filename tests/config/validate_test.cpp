@@ -54,10 +54,34 @@ TEST(Validate, ClusterShape) {
   j = test::small_job();
   j["parallel"]["tensor_model_parallel_size"] = 16;
   j["parallel"]["pipeline_model_parallel_size"] = 1;
-  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "exceeds gpus_per_node 8");
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "exceeds the NVLink domain of 8");
   j = test::small_job();
   j["cluster"]["gpus_per_node"] = 0;
   EXPECT_INPUT_ERROR(test::parse(j), "cluster.gpus_per_node", "must be positive");
+}
+
+// Rack-scale NVLink: hosts of 4 GPUs inside 72-GPU NVLink domains.
+TEST(Validate, NvlinkDomain) {
+  auto j = test::small_job();
+  j["cluster"]["gpus_per_node"] = 4;
+  j["cluster"]["nvlink_domain_size"] = 70;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.nvlink_domain_size", "must be a multiple of gpus_per_node (4)");
+  j["cluster"]["nvlink_domain_size"] = 72;
+  j["cluster"]["num_gpus"] = 100;
+  EXPECT_INPUT_ERROR(test::parse(j), "cluster.num_gpus", "not a whole number of 72-GPU NVLink domains");
+  j["cluster"]["num_gpus"] = 144;
+  j["parallel"]["tensor_model_parallel_size"] = 8;  // two hosts, one NVLink domain: allowed
+  j["parallel"]["pipeline_model_parallel_size"] = 2;
+  j["training"]["global_batch_size"] = 9;
+  j["training"]["micro_batch_size"] = 1;
+  const JobSpec ok = test::parse(j);
+  EXPECT_EQ(ok.cluster.nvlink_domain_size, 72);
+  EXPECT_EQ(nvlink_domain_gpus(ok.cluster), 72);
+  j["parallel"]["tensor_model_parallel_size"] = 16;  // does not divide 72
+  j["parallel"]["pipeline_model_parallel_size"] = 1;
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.tensor_model_parallel_size", "does not divide the NVLink domain of 72");
+  j = test::small_job();
+  EXPECT_EQ(test::parse(j).cluster.nvlink_domain_size, test::parse(j).cluster.gpus_per_node);
 }
 
 TEST(Validate, TensorParallelDividesHeads) {

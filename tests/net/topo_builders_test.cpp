@@ -231,5 +231,23 @@ TEST(TopoBuilders, InputErrors) {
   expect_input_error(megascale_cluster(12288, Topology::FatTree), "cluster.num_gpus");
 }
 
+// A job too big for its fabric names the bundled fabrics that hold it.
+TEST(TopoBuilders, TooLargeNamesTheScaleFabrics) {
+  ClusterSpec c = megascale_cluster(98304);
+  c.network.split_port = false;
+  c.network.nic_bandwidth_Bps = c.network.switch_port_bandwidth_Bps;
+  c.network.servers_per_tor = 32;
+  try {
+    build_fabric(c);
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "cluster.num_gpus");
+    EXPECT_NE(std::string(e.what()).find("h100-400g-clos-r128"), std::string::npos) << e.what();
+  }
+  c.network.switch_radix = 128;  // three tiers of radix 128 hold it
+  c.network.servers_per_tor = 64;
+  EXPECT_EQ(build_fabric(c).num_gpus(), 98304);
+}
+
 }  // namespace
 }  // namespace megasim

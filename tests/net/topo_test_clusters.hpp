@@ -64,4 +64,20 @@ inline const Router& megascale_12288_ecmp() {
   return router;
 }
 
+// Rack-scale NVLink (GB200 NVL72-like): 4-GPU hosts with one 400G NIC per GPU on 4 rails,
+// 72 GPUs per NVLink domain at 900 GB/s per GPU, 64-port switches, 32 hosts per ToR set.
+inline ClusterSpec nvl72_cluster(std::int64_t num_gpus) {
+  ClusterSpec c = megascale_cluster(num_gpus);
+  c.gpu.nvlink_bandwidth_Bps = 900e9;
+  c.gpu.architecture_sm = 100;
+  c.gpus_per_node = 4;
+  c.nvlink_domain_size = 72;
+  c.network.nics_per_node = 4;
+  c.network.nic_bandwidth_Bps = 50e9;
+  c.network.switch_port_bandwidth_Bps = 50e9;
+  c.network.split_port = false;
+  c.network.servers_per_tor = 32;
+  return c;
+}
+
 }  // namespace megasim::testing

@@ -29,7 +29,8 @@ double group_bus_bandwidth_Bps(const CollGroupShape& g, const ClusterSpec& clust
 // Per-GPU NVLink and per-node network bandwidth at the achieved fractions.
 double nvlink_effective_Bps(const ClusterSpec& cluster, const NcclModel& m);
 double nic_effective_Bps(const ClusterSpec& cluster, const NcclModel& m);
-// NICs of one node a group with `ranks_per_node` GPUs there drives (>= 1).
+// NICs of one NVLink domain a group with `ranks_per_node` GPUs there drives (>= 1; at most
+// the domain's hosts' NICs).
 int nics_used_per_node(int ranks_per_node, const ClusterSpec& cluster);
 // NCCL's graph->latencyInter: propagation over the switch hops between two nodes' NICs
 // (2 hops under one leaf / rail switch, 4 through the spine).

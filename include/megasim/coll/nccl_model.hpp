@@ -66,6 +66,7 @@ struct NcclModel {
   // Channel counts assumed for the per-channel caps and for lowering onto flows.
   int channels_single_node = 16;
   int channels_per_nic = 2;
+  int channels_max = 32;  // NCCL's MAXCHANNELS: an NVL72 domain's 72 NICs do not open 144
 
   // Transport efficiencies: NVLink by GPU architecture, network by NIC line rate.
   std::vector<std::pair<int, TransportEfficiency>> nvlink;  // (min architecture_sm, eff)

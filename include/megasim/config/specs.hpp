@@ -115,7 +115,11 @@ struct ClusterSpec {
   std::string name;
   GpuSpec gpu;
   std::int64_t num_gpus = 0;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;               // GPUs per host (a GB200 compute tray holds 4)
+  // GPUs joined by one NVLink fabric: gpus_per_node for an NVSwitch node (0 means that), 72 for
+  // an NVL72 rack whose NVLink switch trays join 18 four-GPU trays. Collectives inside a
+  // domain run on NVLink; across domains on the hosts' NICs.
+  int nvlink_domain_size = 0;
   NetworkSpec network;
   double pcie_bandwidth_Bps = 0;       // GPU <-> host, per GPU, per direction
   // The fleet's slow hosts: the share of hosts whose GPUs compute slower, and by how much
@@ -123,6 +127,11 @@ struct ClusterSpec {
   double straggler_host_fraction = 0;
   double straggler_slowdown = 0;       // 0.1 = 10% longer compute on a slow host
 };
+
+// GPUs per NVLink domain (cluster.nvlink_domain_size, defaulting to gpus_per_node).
+inline int nvlink_domain_gpus(const ClusterSpec& c) {
+  return c.nvlink_domain_size > 0 ? c.nvlink_domain_size : c.gpus_per_node;
+}
 
 // Order in which the non-TP parallel dimensions are laid over nodes, innermost first.
 enum class PlacementOrder { DpFirst, PpFirst };

@@ -39,6 +39,8 @@ struct UplinkTierStats {
 
 struct EcmpStats {
   std::vector<UplinkTierStats> tiers;   // switch-link kinds present in the fabric, enum order
+  // Per LinkId, counting only flows whose route crosses a switch-to-switch link (the others
+  // load no uplink): the loads on NIC and NVLink ports are not collected.
   std::vector<double> link_load;        // per LinkId, under the router's policy
   std::vector<double> spray_link_load;  // per LinkId, ideal spray
 };

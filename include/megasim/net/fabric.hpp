@@ -37,6 +37,8 @@ struct FabricLayout {
   int num_gpus = 0;
   int gpus_per_node = 0;
   int num_nodes = 0;
+  int nvlink_domain_size = 0;      // GPUs per NVLink fabric (one NVSwitch crossbar vertex each)
+  int num_domains = 0;
   int rails = 0;                   // NICs per node; rail r = NIC r of every node
   int tor_down_ports = 0;          // switch ports facing servers (before splitting)
   int tor_up_ports = 0;            // switch ports facing tier 2
@@ -97,7 +99,8 @@ class Fabric {
   VertexId vertex_of(VertexKind kind, int index) const;
 
   // GPU placement.
-  int node_of_gpu(int gpu) const;
+  int node_of_gpu(int gpu) const;              // host
+  int domain_of_gpu(int gpu) const;            // NVLink domain (= host on DGX/HGX)
   int rail_of_gpu(int gpu) const;
   int tor_of_gpu(int gpu) const;               // ToR (leaf) index of the GPU's NIC
   int gpu_on_rail(int node, int rail) const;   // first GPU of `node` attached to NIC `rail`

@@ -61,6 +61,9 @@ class FlowNetwork {
   double link_bytes(LinkId link) const;
   // Seconds during which at least one flow was transferring over the link.
   double link_busy_s(LinkId link) const;
+  // Load of traffic evaluated outside the network (CollectiveRunner's isolated edges): adds
+  // the bytes and the seconds the link carried them to the link's counters.
+  void add_link_load(LinkId link, double bytes, double busy_s);
   // The k links with most bytes, ties by lower id; links that carried nothing are omitted.
   std::vector<std::pair<LinkId, double>> busiest_links(std::size_t k) const;
 

@@ -18,6 +18,7 @@
 //  * SinglePath: the lowest-numbered next hop everywhere; one deterministic path.
 //
 // A Router is immutable after construction and safe to share between threads.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -51,6 +52,13 @@ class Router {
 
   // Paths of a transfer; src == dst gives one empty path. Throws std::out_of_range on bad ids.
   std::vector<WeightedPath> paths(int src_gpu, int dst_gpu, std::uint64_t queue_pair) const;
+
+  // The switch-free route of a transfer when it has one, written to `out` with its length:
+  // inside one NVLink domain GPU -> NVSwitch -> GPU (2 links), under one ToR GPU -> NIC ->
+  // ToR -> NIC -> GPU (4 links), exactly as paths() routes them. False when the route crosses
+  // a switch-to-switch link or relays through another GPU (rail-only). Allocates nothing:
+  // for callers that classify millions of transfers.
+  bool direct_path(int src_gpu, int dst_gpu, std::array<LinkId, 4>& out, int& length) const;
 
   // Per-link fractions of a transfer, ascending LinkId (IdealSpray: exact per-hop split).
   std::vector<LinkShare> link_shares(int src_gpu, int dst_gpu, std::uint64_t queue_pair) const;

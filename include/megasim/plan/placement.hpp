@@ -16,7 +16,7 @@
 //    Megatron's --use-tp-pp-dp-mapping order ("tp-cp-ep-pp-dp"): one pipeline replica sits
 //    on consecutive nodes, so stage-to-stage traffic stays local and DP groups are spread.
 //
-// TP is always innermost, so a TP group of size <= gpus_per_node shares one node (NVLink).
+// TP is always innermost, so a TP group that divides the NVLink domain shares one domain (NVLink).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,7 +36,7 @@ struct RankCoord {
 class Placement {
  public:
   // Throws InputError when the degrees do not tile the cluster (TP*CP*PP*DP != num_gpus) or
-  // when a TP group would straddle nodes (TP must divide gpus_per_node or be a multiple of it).
+  // when a TP group would straddle NVLink domains (TP must divide the domain or be a multiple of it).
   Placement(const ParallelSpec& parallel, const ClusterSpec& cluster);
 
   int tp() const { return tp_; }

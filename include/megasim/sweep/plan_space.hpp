@@ -5,7 +5,7 @@
 // The space is the cartesian product of these explicit domains (nothing else is varied; the
 // model, cluster, precision, optimizer and system techniques come from the base job):
 //   global batch   opts.global_batch_sizes (default: the base job's)
-//   TP             divisors of gpus_per_node (TP groups stay inside one NVLink node)
+//   TP             divisors of the NVLink domain size (TP groups stay inside one NVLink domain)
 //   CP             1, 2, 4, ... up to opts.max_context_parallel
 //   PP layout      every divisor of num_hidden_layers (even split), plus, for each power of two
 //                  PP >= 2 that does not divide the layers, one uneven Megatron-Core split:

@@ -2,6 +2,7 @@
 #include "megasim/net/ecmp_stats.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -82,12 +83,31 @@ EcmpStats ecmp_collision_stats(const Router& router, const std::vector<FlowKey>&
   out.link_load.assign(num_links, 0.0);
   out.spray_link_load.assign(num_links, 0.0);
   const Router spray(fabric, Routing::IdealSpray, router.seed());
+  std::array<LinkId, 4> direct{};
+  int length = 0;
+  // Ideal spray splits a transfer over the switches by its two ToRs alone (the GPUs only add
+  // their own NIC hops, which no statistic below reads), so it is computed once per ToR pair.
+  const bool by_tor_pair = fabric.topology() != Topology::RailOnly;
+  std::map<std::pair<int, int>, std::pair<FlowKey, double>> spray_pairs;
   for (const FlowKey& f : flows) {
+    // A switch-free route loads no uplink, which is all the statistics below look at.
+    if (router.direct_path(f.src_gpu, f.dst_gpu, direct, length)) continue;
     for (const WeightedPath& p : router.paths(f.src_gpu, f.dst_gpu, f.queue_pair)) {
       for (LinkId l : p.links) out.link_load[l] += p.weight;
     }
+    if (by_tor_pair) {
+      auto [it, fresh] = spray_pairs.try_emplace({fabric.tor_of_gpu(f.src_gpu), fabric.tor_of_gpu(f.dst_gpu)}, f, 0.0);
+      it->second.second += 1.0;
+      continue;
+    }
     for (const LinkShare& s : spray.link_shares(f.src_gpu, f.dst_gpu, f.queue_pair)) {
       out.spray_link_load[s.link] += s.fraction;
+    }
+  }
+  for (const auto& [tors, rep] : spray_pairs) {
+    const FlowKey& f = rep.first;
+    for (const LinkShare& s : spray.link_shares(f.src_gpu, f.dst_gpu, f.queue_pair)) {
+      if (is_switch_link(fabric.link_kind(s.link))) out.spray_link_load[s.link] += s.fraction * rep.second;
     }
   }
 

@@ -66,24 +66,43 @@ Router::Router(const Fabric& fabric, Routing policy, std::uint64_t seed)
   for (int tor = 0; tor < num_tors; ++tor) {
     t->tor_switch.push_back(t->switch_of_vertex[fabric_.vertex_of(VertexKind::Tor, tor)]);
   }
-  // Links are full duplex, so the distance *to* a ToR is a BFS from it.
+  // Links are full duplex, so the distance *to* a ToR is a BFS from it. ToRs with the same
+  // switch neighbours (a pod's leaves, or a rail's) share one BFS: for any other switch s,
+  // dist(s, tor) = 1 + min over the ToR's neighbours n of dist(s, n), which is a BFS seeded
+  // with every neighbour at distance 1; each ToR then only sets its own entry to 0. At
+  // 131,072 GPUs on a radix-128 Clos this is 32 BFS passes instead of 2,048.
   const auto nsu = static_cast<std::size_t>(ns);
   t->dist.assign(static_cast<std::size_t>(num_tors) * nsu, kUnreachable);
+  std::map<std::vector<int>, std::vector<int>> tors_by_neighbours;
+  for (int tor = 0; tor < num_tors; ++tor) {
+    const auto s = static_cast<std::size_t>(t->tor_switch[static_cast<std::size_t>(tor)]);
+    std::vector<int> nbrs(t->adj_nbr.begin() + static_cast<std::ptrdiff_t>(t->adj_begin[s]),
+                          t->adj_nbr.begin() + static_cast<std::ptrdiff_t>(t->adj_begin[s + 1]));
+    std::sort(nbrs.begin(), nbrs.end());
+    nbrs.erase(std::unique(nbrs.begin(), nbrs.end()), nbrs.end());
+    tors_by_neighbours[std::move(nbrs)].push_back(tor);
+  }
+  std::vector<std::uint8_t> row(nsu);
   std::vector<int> queue;
   queue.reserve(nsu);
-  for (int tor = 0; tor < num_tors; ++tor) {
-    std::uint8_t* d = t->dist.data() + static_cast<std::size_t>(tor) * nsu;
-    queue.assign(1, t->tor_switch[static_cast<std::size_t>(tor)]);
-    d[queue[0]] = 0;
+  for (const auto& [nbrs, tors] : tors_by_neighbours) {
+    std::fill(row.begin(), row.end(), kUnreachable);
+    queue.assign(nbrs.begin(), nbrs.end());
+    for (int n : nbrs) row[static_cast<std::size_t>(n)] = 1;
     for (std::size_t head = 0; head < queue.size(); ++head) {
       const int s = queue[head];
-      for (std::size_t i = t->adj_begin[static_cast<std::size_t>(s)];
-           i < t->adj_begin[static_cast<std::size_t>(s) + 1]; ++i) {
-        const int n = t->adj_nbr[i];
-        if (d[n] != kUnreachable || d[s] + 1 >= kUnreachable) continue;
-        d[n] = static_cast<std::uint8_t>(d[s] + 1);
-        queue.push_back(n);
+      const auto su = static_cast<std::size_t>(s);
+      for (std::size_t i = t->adj_begin[su]; i < t->adj_begin[su + 1]; ++i) {
+        const auto n = static_cast<std::size_t>(t->adj_nbr[i]);
+        if (row[n] != kUnreachable || row[su] + 1 >= kUnreachable) continue;
+        row[n] = static_cast<std::uint8_t>(row[su] + 1);
+        queue.push_back(t->adj_nbr[i]);
       }
+    }
+    for (int tor : tors) {
+      std::uint8_t* d = t->dist.data() + static_cast<std::size_t>(tor) * nsu;
+      std::copy(row.begin(), row.end(), d);
+      d[t->tor_switch[static_cast<std::size_t>(tor)]] = 0;
     }
   }
   tables_ = std::move(t);
@@ -123,7 +142,7 @@ Router::Endpoints Router::endpoints(int src, int dst) const {
   e.head.reserve(12);  // room for the whole path: it is extended in place
   const GpuLinks& d = fabric_.gpu_links(dst);
   const int src_node = fabric_.node_of_gpu(src);
-  if (src_node == fabric_.node_of_gpu(dst)) {
+  if (fabric_.domain_of_gpu(src) == fabric_.domain_of_gpu(dst)) {
     e.head.push_back(fabric_.gpu_links(src).to_nvswitch);
     e.head.push_back(d.from_nvswitch);
     return e;
@@ -255,6 +274,23 @@ std::vector<WeightedPath> Router::paths(int src, int dst, std::uint64_t queue_pa
   }
   for (WeightedPath& p : out) p.latency_s = path_latency_s(p.links);
   return out;
+}
+
+bool Router::direct_path(int src, int dst, std::array<LinkId, 4>& out, int& length) const {
+  if (src == dst) return false;
+  const GpuLinks& s = fabric_.gpu_links(src);
+  const GpuLinks& d = fabric_.gpu_links(dst);
+  if (fabric_.domain_of_gpu(src) == fabric_.domain_of_gpu(dst)) {
+    out = {s.to_nvswitch, d.from_nvswitch, kNoLink, kNoLink};
+    length = 2;
+    return true;
+  }
+  if (fabric_.topology() == Topology::RailOnly && fabric_.rail_of_gpu(src) != fabric_.rail_of_gpu(dst)) return false;
+  const int tor = fabric_.tor_of_gpu(src);
+  if (tor < 0 || tor != fabric_.tor_of_gpu(dst)) return false;
+  out = {s.to_nic, s.nic_to_tor, d.tor_to_nic, d.from_nic};
+  length = 4;
+  return true;
 }
 
 std::vector<LinkShare> Router::link_shares(int src, int dst, std::uint64_t queue_pair) const {

@@ -225,6 +225,12 @@ double FlowNetwork::link_bytes(LinkId link) const {
   return link_bytes_[link];
 }
 
+void FlowNetwork::add_link_load(LinkId link, double bytes, double busy_s) {
+  if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+  link_bytes_[link] += bytes;
+  link_busy_ps_[link] += SimTime::from_seconds(busy_s).ps();
+}
+
 double FlowNetwork::link_busy_s(LinkId link) const {
   if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
   std::int64_t busy = link_busy_ps_[link];

@@ -80,9 +80,14 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
   }
   const bool nics = has_scale_out(cluster);
   if (nics) require_positive(net.nic_bandwidth_Bps, "cluster.network.nic_bandwidth", "NIC bandwidth");
-  if (cluster.gpus_per_node > 1) {
+  const int domain = nvlink_domain_gpus(cluster);
+  if (domain < cluster.gpus_per_node || domain % cluster.gpus_per_node != 0) {
+    throw InputError("cluster.nvlink_domain_size", "must be a multiple of cluster.gpus_per_node (" +
+                                                       std::to_string(cluster.gpus_per_node) + ")");
+  }
+  if (domain > 1) {
     require_positive(cluster.gpu.nvlink_bandwidth_Bps, "cluster.gpu.nvlink_bandwidth",
-                     "NVLink bandwidth (several GPUs per node)");
+                     "NVLink bandwidth (several GPUs per NVLink domain)");
   }
   require_non_negative(cluster.pcie_bandwidth_Bps, "cluster.pcie_bandwidth");
   require_non_negative(net.link_latency_s, "cluster.network.link_latency");
@@ -95,13 +100,18 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
   lay.num_gpus = static_cast<int>(cluster.num_gpus);
   lay.gpus_per_node = cluster.gpus_per_node;
   lay.num_nodes = lay.num_gpus / lay.gpus_per_node;
+  // A job smaller than one NVL72 rack still has one NVLink fabric, just fewer GPUs on it.
+  lay.nvlink_domain_size = std::min(domain, lay.num_gpus);
+  lay.num_domains = (lay.num_gpus + lay.nvlink_domain_size - 1) / lay.nvlink_domain_size;
   lay.rails = net.nics_per_node;
   if (nics) size_tor_ports(net, lay);
 
   const VertexId first_gpu = add_vertices(*impl, VertexKind::Gpu, lay.num_gpus);
-  const bool has_nvswitch = lay.gpus_per_node > 1;
+  // One NVSwitch vertex per NVLink domain: the NVSwitch chips of a DGX node, or the nine
+  // NVLink switch trays of an NVL72 rack, are a non-blocking crossbar at each GPU's NVLink rate.
+  const bool has_nvswitch = lay.nvlink_domain_size > 1;
   const VertexId first_nvs =
-      has_nvswitch ? add_vertices(*impl, VertexKind::NvSwitch, lay.num_nodes) : 0;
+      has_nvswitch ? add_vertices(*impl, VertexKind::NvSwitch, lay.num_domains) : 0;
   const VertexId first_nic = add_vertices(*impl, VertexKind::Nic, nics ? lay.num_nodes * lay.rails : 0);
   impl->gpu_links.resize(static_cast<std::size_t>(lay.num_gpus));
   impl->gpu_tor.assign(static_cast<std::size_t>(lay.num_gpus), -1);
@@ -117,7 +127,7 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
     if (has_nvswitch) {
       // NVLink/NVSwitch latency is part of NCCL's per-protocol hwLat (collective model), so
       // the hop itself carries none here.
-      const LinkId up = impl->add_link(gv, first_nvs + static_cast<VertexId>(node),
+      const LinkId up = impl->add_link(gv, first_nvs + static_cast<VertexId>(g / lay.nvlink_domain_size),
                                        LinkKind::NvLink, cluster.gpu.nvlink_bandwidth_Bps, 0, 0);
       impl->gpu_links[gu].to_nvswitch = up;
       impl->gpu_links[gu].from_nvswitch = up + 1;

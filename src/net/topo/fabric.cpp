@@ -132,6 +132,11 @@ int Fabric::node_of_gpu(int gpu) const {
   return gpu / impl_->layout.gpus_per_node;
 }
 
+int Fabric::domain_of_gpu(int gpu) const {
+  if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("domain_of_gpu: bad GPU id");
+  return gpu / impl_->layout.nvlink_domain_size;
+}
+
 int Fabric::rail_of_gpu(int gpu) const {
   if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("rail_of_gpu: bad GPU id");
   // GPUs of a node share NICs in contiguous groups (gpus_per_node is a multiple of rails).

@@ -31,10 +31,13 @@ int rail_servers_per_tor(const NetworkSpec& net, const FabricLayout& lay) {
 // Returns the switch count; the parallel-link count per pair is uplinks / count.
 int size_top_tier(int lower, int uplinks, int radix, const char* what) {
   if (lower > radix) {
+    // Name the bundled fabrics built for this scale (configs/clusters/), not only the rule.
     throw InputError("cluster.num_gpus",
                      std::string("too large for this topology: ") + what + " (" +
-                         std::to_string(lower) + ") exceed the switch radix " +
-                         std::to_string(radix));
+                         std::to_string(lower) + ") exceed the switch radix " + std::to_string(radix) +
+                         "; the catalog clusters h100-400g-clos-r128 (three tiers of radix-128 switches, up to "
+                         "524,288 GPUs) and h100-400g-multiplane (262,144 GPUs) hold such jobs, or raise "
+                         "cluster.network.switch_radix");
   }
   return smallest_divisor_at_least(uplinks, ceil_div(static_cast<long long>(lower) * uplinks,
                                                      radix));

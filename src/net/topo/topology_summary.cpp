@@ -69,6 +69,11 @@ void print_topology_summary(const TopologySummary& s, std::ostream& out) {
   out << "topology: " << to_string(lay.topology) << " (" << lay.num_gpus << " GPUs, "
       << lay.num_nodes << " nodes x " << lay.gpus_per_node << " GPUs, " << lay.rails
       << " rails)\n";
+  if (lay.nvlink_domain_size != lay.gpus_per_node) {
+    out << "nvlink: " << lay.num_domains << " domains of " << lay.nvlink_domain_size
+        << " GPUs (NVLink switch fabric across " << lay.nvlink_domain_size / lay.gpus_per_node
+        << " hosts each)\n";
+  }
   out << "switches: tor " << s.num_tors << ", agg " << s.num_aggs << ", spine " << s.num_spines
       << "  (nvswitch " << s.num_nvswitches << ", nic " << s.num_nics << ")\n";
   out << "tor ports: " << lay.tor_down_ports << " down (" << lay.nic_ports_per_tor
