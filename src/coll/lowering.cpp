@@ -108,12 +108,40 @@ void add_ring(PhaseBuilder& b, const Blocks& blocks, int channels, double per_ed
   }
 }
 
-// NCCL's double binary tree: tree 0 a heap over the node order, tree 1 over the reversed order
-// (so most interior nodes of one are leaves of the other); chains inside nodes.
+// NCCL's binary tree over n ranks (src/graph/trees.cc ncclGetBtree): a rank's level is its
+// count of trailing one bits, its children are rank -/+ 2^(level-1) and its parent clears bit
+// level+1 after adding 2^level, so half the edges join neighbouring ranks (leaves are the even
+// ranks). Returns the parent, -1 for the top.
+int btree_parent(int rank, int n) {
+  int level = 0;
+  for (int bit = 1; bit < n && (bit & rank) != 0; bit <<= 1) ++level;
+  if (n < (1 << (level + 1))) return -1;
+  int up = rank;
+  int l = level;
+  do {
+    up = (up + (1 << l)) & ~(1 << (l + 1));
+    ++l;
+  } while (up >= n);
+  return up;
+}
+
+// The second tree of NCCL's double binary tree (ncclGetDtree): the first mirrored (n even) or
+// shifted by one rank (n odd), so most interior ranks of one are leaves of the other.
+int dtree_parent(int rank, int n) {
+  if (n % 2 == 1) {
+    const int u = btree_parent((rank - 1 + n) % n, n);
+    return u < 0 ? -1 : (u + 1) % n;
+  }
+  const int u = btree_parent(n - 1 - rank, n);
+  return u < 0 ? -1 : n - 1 - u;
+}
+
+// NCCL's double binary tree over the node order, chains inside nodes; each tree carries half
+// the data over half the channels.
 void add_tree(PhaseBuilder& b, const Blocks& blocks, int channels, double size) {
   const int per_tree = std::max(1, channels / 2);
   const double per = size / 2.0 / per_tree;
-  const std::size_t n = blocks.size();
+  const int n = static_cast<int>(blocks.size());
   for (int t = 0; t < 2; ++t) {
     for (int ch = 0; ch < per_tree; ++ch) {
       const int c = t * per_tree + ch;
@@ -123,10 +151,11 @@ void add_tree(PhaseBuilder& b, const Blocks& blocks, int channels, double size) 
           b.add(blk[k + 1], blk[k], per, c);  // reduce toward the head
           b.add(blk[k], blk[k + 1], per, c);  // broadcast back
         }
-      auto node_at = [&](std::size_t pos) { return t == 0 ? pos : n - 1 - pos; };
-      for (std::size_t pos = 1; pos < n; ++pos) {
-        const auto& child = blocks[node_at(pos)];
-        const auto& parent = blocks[node_at((pos - 1) / 2)];
+      for (int pos = 0; pos < n; ++pos) {
+        const int up = t == 0 ? btree_parent(pos, n) : dtree_parent(pos, n);
+        if (up < 0) continue;
+        const auto& child = blocks[static_cast<std::size_t>(pos)];
+        const auto& parent = blocks[static_cast<std::size_t>(up)];
         const int cg = child[uc % child.size()];
         const int pg = parent[uc % parent.size()];
         b.add(cg, pg, per, c);

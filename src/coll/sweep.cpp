@@ -1,6 +1,8 @@
 // nccl-tests-style sweeps and the ECMP collision report (see sweep.hpp).
 #include "megasim/coll/sweep.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -40,6 +42,9 @@ double simulate_once(const Fabric& fabric, const Router& router, const NcclModel
   runner.start(plan, "collective", [&] { done = engine.now().seconds(); });
   engine.run();
   engine.require_all_finished();
+  spdlog::debug("collective: {} flows simulated, {} evaluated in isolation, {} max-min solves re-solving {} flows",
+                runner.flows_simulated(), runner.flows_evaluated_in_isolation(), net.solver().solves(),
+                net.solver().flows_resolved());
   return done;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "coll/test_clusters.hpp"
 #include "megasim/coll/runner.hpp"
@@ -157,6 +158,24 @@ TEST(CollectiveRunner, EcmpCollisionDoublesTime) {
   EXPECT_NEAR(spray[0] - lat, 4e9 / 24e9, 1e-6);
   EXPECT_NEAR(ecmp[0] - lat, 2 * 4e9 / 24e9, 1e-6);
   EXPECT_NEAR(ecmp[1] - lat, 2 * 4e9 / 24e9, 1e-6);
+}
+
+// The tree lowering follows NCCL's own double binary tree (src/graph/trees.cc): over 8 nodes
+// tree 0 joins 0-1, 2-1, 1-3, 4-5, 6-5, 5-3, 3-7 (leaves are the even ranks, half the edges
+// join neighbours) and tree 1 is its mirror (r -> 7 - r): 7-6, 5-6, 6-4, 3-2, 1-2, 2-4, 4-0.
+TEST(CollectiveRunner, TreeIsNcclsDoubleBinaryTree) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(8);
+  const CollectiveRequest req{CollOp::AllReduce, CollAlgo::Tree, 64e6, iota_gpus(8, 0, 8), 2, "tree", 1};
+  const CollectivePlan plan = lower_collective(req, c, m);
+  ASSERT_EQ(plan.lowered_as, CollAlgo::Tree);
+  std::set<std::pair<int, int>> tree0, tree1;
+  for (const FlowStep& f : plan.phases.at(0).flows) {
+    const int a = std::min(f.src_gpu, f.dst_gpu) / 8, b = std::max(f.src_gpu, f.dst_gpu) / 8;
+    (f.queue_pair == 0 ? tree0 : tree1).insert({a, b});
+  }
+  EXPECT_EQ(tree0, (std::set<std::pair<int, int>>{{0, 1}, {1, 2}, {1, 3}, {4, 5}, {5, 6}, {3, 5}, {3, 7}}));
+  EXPECT_EQ(tree1, (std::set<std::pair<int, int>>{{6, 7}, {5, 6}, {4, 6}, {2, 3}, {1, 2}, {2, 4}, {0, 4}}));
 }
 
 TEST(CollectiveRunner, TreeHierarchicalAndScatterGatherComplete) {
