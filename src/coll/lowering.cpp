@@ -48,6 +48,8 @@ class PhaseBuilder {
     net_div_ = m.network_fraction(c.network.nic_bandwidth_Bps) * pf;
   }
 
+  void reserve(std::size_t flows) { flows_.reserve(flows_.size() + flows); }
+
   void add(int src, int dst, double payload, int channel) {
     if (src == dst || payload <= 0) return;
     const bool inter = src / domain_ != dst / domain_;
@@ -62,6 +64,8 @@ class PhaseBuilder {
                             static_cast<std::uint64_t>(k),
                         1});
   }
+
+  int queue_pairs() const { return qpc_; }
 
   CollPhase finish() {
     auto key = [](const FlowStep& f) { return std::tie(f.src_gpu, f.dst_gpu, f.queue_pair, f.wire_bytes); };
@@ -90,6 +94,10 @@ class PhaseBuilder {
 // One ring pass over `blocks` per channel, every edge carrying `per_edge` payload per channel.
 void add_ring(PhaseBuilder& b, const Blocks& blocks, int channels, double per_edge) {
   const std::size_t n_nodes = blocks.size();
+  std::size_t ranks = 0;
+  for (const auto& blk : blocks) ranks += blk.size();
+  b.reserve(static_cast<std::size_t>(channels) * (ranks + n_nodes) *
+            static_cast<std::size_t>(std::max(1, b.queue_pairs())));
   for (int c = 0; c < channels; ++c) {
     const auto uc = static_cast<std::size_t>(c);
     for (std::size_t i = 0; i < n_nodes; ++i) {

@@ -44,6 +44,19 @@ bool Engine::cancel(EventId id) {
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
   slots_[slot].cb = nullptr;
   release_slot(slot);
+  // A cancelled event's heap entry stays until it reaches the top. The flow network cancels
+  // and reschedules a completion whenever a flow's rate changes, so without this the heap
+  // grows to several times the live events and every push and pop pays for the dead ones.
+  // Dropping them keeps the (time, seq) order, so the run is unchanged.
+  if (heap_.size() > 2 * live_ + 4096) {
+    heap_.erase(std::remove_if(heap_.begin(), heap_.end(),
+                               [this](const HeapEntry& e) {
+                                 const Slot& st = slots_[e.slot];
+                                 return !st.live || st.gen != e.gen;
+                               }),
+                heap_.end());
+    std::make_heap(heap_.begin(), heap_.end(), later);
+  }
   return true;
 }
 

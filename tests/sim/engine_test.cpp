@@ -66,6 +66,30 @@ TEST(Engine, CancelSkipsTheEventAndReportsOnce) {
   EXPECT_EQ(engine.events_processed(), 1u);
 }
 
+// Mass cancellation (the flow network reschedules a completion on every rate change) drops
+// dead heap entries in bulk; the survivors still run once each, in (time, insertion) order.
+TEST(Engine, MassCancellationKeepsOrder) {
+  Engine e;
+  std::vector<EventId> ids;
+  std::vector<int> ran;
+  for (int i = 0; i < 20000; ++i) {
+    ids.push_back(e.schedule_at(SimTime::from_ps((i * 7919) % 1000), [&ran, i] { ran.push_back(i); }));
+  }
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 10 != 0) {
+      EXPECT_TRUE(e.cancel(ids[static_cast<std::size_t>(i)]));
+    }
+  }
+  e.run();
+  ASSERT_EQ(ran.size(), 2000u);
+  for (std::size_t k = 1; k < ran.size(); ++k) {
+    const int a = ran[k - 1], b = ran[k];
+    const int ta = (a * 7919) % 1000, tb = (b * 7919) % 1000;
+    EXPECT_TRUE(ta < tb || (ta == tb && a < b)) << a << " before " << b;
+    EXPECT_EQ(b % 10, 0);
+  }
+}
+
 TEST(Engine, CancelledSlotReuseDoesNotResurrectOldId) {
   Engine engine;
   int ran = 0;

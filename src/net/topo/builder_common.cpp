@@ -106,6 +106,14 @@ std::shared_ptr<FabricImpl> build_servers(const ClusterSpec& cluster, Topology t
   lay.rails = net.nics_per_node;
   if (nics) size_tor_ports(net, lay);
 
+  // Reserve the link arrays for the whole fabric (GPU ports, NIC uplinks, and about as many
+  // switch-to-switch links per tier as NIC uplinks): growing them one link at a time copied
+  // and page-faulted a 100k-GPU fabric's million link directions several times over.
+  const std::size_t gpus = static_cast<std::size_t>(lay.num_gpus);
+  const std::size_t nic_count = nics ? static_cast<std::size_t>(lay.num_nodes) * static_cast<std::size_t>(lay.rails) : 0;
+  const std::size_t link_estimate = 2 * (2 * gpus + 3 * nic_count);
+  impl->links.reserve(link_estimate);
+  impl->capacity_Bps.reserve(link_estimate);
   const VertexId first_gpu = add_vertices(*impl, VertexKind::Gpu, lay.num_gpus);
   // One NVSwitch vertex per NVLink domain: the NVSwitch chips of a DGX node, or the nine
   // NVLink switch trays of an NVL72 rack, are a non-blocking crossbar at each GPU's NVLink rate.

@@ -38,7 +38,8 @@ bool is_switch_link(LinkKind kind) {
 }
 
 VertexId FabricImpl::add_vertex(VertexKind kind, int index) {
-  const auto v = static_cast<VertexId>(boost::add_vertex(VertexInfo{kind, index}, graph));
+  const auto v = static_cast<VertexId>(vertices.size());
+  vertices.push_back(VertexInfo{kind, index});
   by_kind[static_cast<std::size_t>(kind)].push_back(v);
   out.emplace_back();
   return v;
@@ -53,11 +54,21 @@ LinkId FabricImpl::add_link(VertexId a, VertexId b, LinkKind kind, double capaci
   links.push_back(LinkInfo{b, a, latency_ba_s, kind, pidx, has_parallel});
   capacity_Bps.push_back(capacity);
   capacity_Bps.push_back(capacity);
-  boost::add_edge(a, b, EdgeInfo{ab}, graph);
-  boost::add_edge(b, a, EdgeInfo{ab + 1}, graph);
   out[a].push_back(ab);
   out[b].push_back(ab + 1);
   return ab;
+}
+
+const FabricGraph& FabricImpl::graph() const {
+  std::call_once(graph_built_, [this] {
+    graph_ = FabricGraph(vertices.size());
+    for (std::size_t v = 0; v < vertices.size(); ++v) graph_[v] = vertices[v];
+    graph_.m_edges.reserve(links.size());
+    for (std::size_t l = 0; l < links.size(); ++l) {
+      boost::add_edge(links[l].src, links[l].dst, EdgeInfo{static_cast<LinkId>(l)}, graph_);
+    }
+  });
+  return graph_;
 }
 
 void FabricImpl::add_parallel_links(VertexId a, VertexId b, LinkKind kind, double capacity,
@@ -94,11 +105,11 @@ std::string Fabric::link_name(LinkId link) const {
 
 std::size_t Fabric::num_vertices() const { return impl_->out.size(); }
 
-VertexKind Fabric::vertex_kind(VertexId v) const { return impl_->graph[v].kind; }
-int Fabric::vertex_index(VertexId v) const { return impl_->graph[v].index; }
+VertexKind Fabric::vertex_kind(VertexId v) const { return impl_->vertices[v].kind; }
+int Fabric::vertex_index(VertexId v) const { return impl_->vertices[v].index; }
 
 std::string Fabric::vertex_name(VertexId v) const {
-  const VertexInfo& info = impl_->graph[v];
+  const VertexInfo& info = impl_->vertices[v];
   const int per_node = impl_->layout.gpus_per_node;
   const int rails = impl_->layout.rails;
   switch (info.kind) {

@@ -1,9 +1,11 @@
 #pragma once
-// Private storage of a Fabric: the Boost.Graph (one edge per link direction, edge bundle =
-// LinkId) plus flat per-link and per-vertex arrays for the hot paths (routing reads these,
-// never the BGL iterators).
+// Private storage of a Fabric: flat per-link and per-vertex arrays (the hot paths - routing,
+// the flow model - read only these) and the Boost.Graph view of the same fabric (one edge per
+// link direction, edge bundle = LinkId), built from the arrays on first use: only graph
+// algorithms and the GraphViz writer need it, and at 100,000 GPUs it is a million edges.
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -21,8 +23,7 @@ struct EdgeInfo {
   LinkId id = kNoLink;
 };
 
-// Edges in a vector (the last vecS), not BGL's default list: a 98,304-GPU fabric has ~1.5 M
-// edges, and a list node per edge made building it a quarter of the step's run time.
+// Edges in a vector (the last vecS), not BGL's default list node per edge.
 using FabricGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
                                           VertexInfo, EdgeInfo, boost::no_property, boost::vecS>;
 
@@ -38,7 +39,7 @@ struct LinkInfo {
 struct FabricImpl {
   ClusterSpec cluster;
   FabricLayout layout;
-  FabricGraph graph;
+  std::vector<VertexInfo> vertices;       // per VertexId
   std::vector<LinkInfo> links;            // per LinkId
   std::vector<double> capacity_Bps;       // per LinkId
   std::vector<std::vector<LinkId>> out;   // per vertex, ascending
@@ -55,6 +56,13 @@ struct FabricImpl {
   // Adds `count` parallel links a<->b (count >= 1).
   void add_parallel_links(VertexId a, VertexId b, LinkKind kind, double capacity_Bps,
                           double latency_s, int count);
+
+  // The Boost.Graph view, built once on first call (thread-safe; the fabric is complete by then).
+  const FabricGraph& graph() const;
+
+ private:
+  mutable std::once_flag graph_built_;
+  mutable FabricGraph graph_;
 };
 
 }  // namespace megasim

@@ -41,7 +41,7 @@ void write_dot(const Fabric& fabric, std::ostream& out) {
                                   " GPUs; this cluster has " +
                                   std::to_string(fabric.num_gpus()));
   }
-  const FabricGraph& g = fabric.impl().graph;
+  const FabricGraph& g = fabric.impl().graph();
   using Filtered = boost::filtered_graph<FabricGraph, OneDirection>;
   const Filtered one_way(g, OneDirection{&g});
   const auto vertex_writer = [&](std::ostream& os, Filtered::vertex_descriptor v) {
