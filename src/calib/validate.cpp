@@ -141,6 +141,8 @@ constexpr WorstRowCheck kWorstRowChecks[] = {
      "Transfer, one MoE layer on 8 H100s, EP 8 (Megatron-LM moe_perf): worst time error %.2f%% (bar: 15%%)"},
     {"megatron_bridge_b200_dense", "megatron_bridge_b200_dense_step_time", false, 10.0,
      "Transfer, Blackwell: dense FP8 on 8-128 DGX B200s (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
+    {"megatron_bridge_gb200_dense", "megatron_bridge_gb200_dense_step_time", false, 10.0,
+     "Transfer, rack-scale Blackwell: dense FP8 on 8-128 GB200 NVL72 GPUs (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
 };
 
 // Acceptance checks of issue #5, computed from the cases.
@@ -226,6 +228,7 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                           {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"},
                                           {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"},
                                           {"megatron_bridge_b200_dense", "megatron-bridge-b200-dense.json"},
+                                          {"megatron_bridge_gb200_dense", "megatron-bridge-gb200-dense.json"},
                                           {"megatron_lm_moe_layer", "megatron-lm-moe-layer.json"}};
   bool known = suite.empty();
   std::string valid;

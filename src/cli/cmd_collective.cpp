@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_job.hpp"
 #include "job_arguments.hpp"
 #include "cmd_collective.hpp"
 #include "megasim/coll/sweep.hpp"
@@ -74,7 +75,7 @@ void register_collective_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<CollectiveArgs>();
   auto* cmd = app.add_subcommand("collective", "nccl-tests-style table of one collective over the "
                                                "first N GPUs of a cluster");
-  add_job_arguments(cmd, args->config, args->sets);
+  add_job_arguments(cmd, args->config, args->sets, "override a config field: PATH=VALUE (repeatable)", kJobOrClusterHelp);
   cmd->add_option("--op", args->op, "all_reduce | all_gather | reduce_scatter | all_to_all | send_recv")
       ->required();
   cmd->add_option("--gpus", args->gpus, "use the first N GPUs of the cluster")->required();
@@ -94,7 +95,7 @@ void register_collective_command(CLI::App& app, CliContext& ctx) {
     std::tie(opt.min_bytes, opt.max_bytes) = parse_size_range(args->sizes, "--sizes");
     opt.gpus = args->gpus;
     opt.scatter_gather = args->scatter_gather;
-    const JobSpec job = ctx.load_job(args->config, args->sets);
+    const JobSpec job = load_job_or_cluster(ctx, args->config, args->sets);
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
     const NcclModel model = nccl_model_from_json(catalog.entry("nccl", args->nccl, "--nccl"), "nccl");
     const auto rows = run_collective_sweep(job.cluster, model, opt);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "megasim/core/version.hpp"
+#include "cluster_job.hpp"
 #include "job_arguments.hpp"
 #include "commands.hpp"
 #include "megasim/core/error.hpp"
@@ -65,13 +66,13 @@ void register_topology_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<TopologyArgs>();
   auto* cmd = app.add_subcommand(
       "topology", "Describe the cluster fabric: switches per tier, links, bisection bandwidth");
-  add_job_arguments(cmd, args->config, args->sets);
+  add_job_arguments(cmd, args->config, args->sets, "override a config field: PATH=VALUE (repeatable)", kJobOrClusterHelp);
   cmd->add_flag("--json", args->json, "print exactly one JSON object");
   cmd->add_option("--dot", args->dot,
                   "write a GraphViz drawing to FILE (clusters of at most " +
                       std::to_string(kMaxDotGpus) + " GPUs)");
   cmd->callback([args, &ctx] {
-    const JobSpec job = ctx.load_job(args->config, args->sets);
+    const JobSpec job = load_job_or_cluster(ctx, args->config, args->sets);
     // Refuse an oversized drawing before building anything or creating the file.
     if (!args->dot.empty() && job.cluster.num_gpus > kMaxDotGpus) {
       throw InputError("--dot", "drawings are limited to " + std::to_string(kMaxDotGpus) +

@@ -11,8 +11,9 @@
 namespace megasim {
 
 inline void add_job_arguments(CLI::App* cmd, std::string& config, std::vector<std::string>& sets,
-                              const char* set_help = "override a config field: PATH=VALUE (repeatable)") {
-  cmd->add_option("CONFIG", config, "job config (JSON file or bundled job name)")->required();
+                              const char* set_help = "override a config field: PATH=VALUE (repeatable)",
+                              const char* config_help = "job config (JSON file or bundled job name)") {
+  cmd->add_option("CONFIG", config, config_help)->required();
   cmd->add_option("--set", sets, set_help);
 }
 

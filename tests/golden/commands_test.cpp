@@ -76,6 +76,27 @@ TEST(Golden, CollectiveTableOnOneDgxA100) {
   EXPECT_NEAR(j["rows"].back()["busbw_GBps"].get<double>(), 230.0, 23.0);
 }
 
+// A catalog cluster's name is enough for the fabric commands: the GB200 NVL72 cluster has 128
+// racks of 72 GPUs on 4-GPU trays, and an all-reduce over one rack runs on NVLink (hundreds of
+// GB/s; NVLink 5's ring efficiency, 695 GB/s on 8 x B300, bounds it).
+TEST(Cli, TopologyAndCollectiveOfAnNvl72Cluster) {
+  auto r = run({"topology", "gb200-nvl72-clos", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus_per_node"], 4);
+  EXPECT_EQ(j["nvlink_domain_size"], 72);
+  EXPECT_EQ(j["num_nvlink_domains"], 128);
+  r = run({"collective", "gb200-nvl72-clos", "--op", "all_reduce", "--gpus", "72", "--sizes", "4GiB:4GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["rows"].back()["busbw_GBps"].get<double>(), 600.0);
+  EXPECT_LT(j["rows"].back()["busbw_GBps"].get<double>(), 700.0);
+  // A 98,304-GPU job fits the bundled radix-128 fabric with no --set of the network.
+  r = run({"topology", "h100-400g-clos-r128", "--set", "cluster.num_gpus=98304", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["num_gpus"], 98304);
+}
+
 // The MegaScale cluster's A800s (NVLink cut to 400 GB/s): NVIDIA's expected intra-node
 // all-reduce bus bandwidth is ~160 GB/s (nccl issue 412, reference/hardware-and-nccl.md).
 TEST(Cli, CollectiveOnOneA800NodeNearPublished) {
