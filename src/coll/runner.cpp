@@ -19,9 +19,10 @@ struct CollectiveRunner::Prepared {
     double bytes = 0;
     int multiplicity = 1;
   };
-  struct LinkLoad {
-    LinkId link = kNoLink;
-    double bytes = 0;   // all copies
+  struct IsolatedEdge {
+    std::array<LinkId, 4> links{};
+    int length = 0;
+    double bytes = 0;   // all copies, on each of its links
     double busy_s = 0;
   };
   struct Phase {
@@ -31,7 +32,7 @@ struct CollectiveRunner::Prepared {
     // start), what they put on each of their links, and how many flows they stand for.
     bool has_isolated = false;
     SimTime isolated_duration;
-    std::vector<LinkLoad> isolated_load;
+    std::vector<IsolatedEdge> isolated_edges;
     std::uint64_t isolated_flows = 0;
   };
   std::vector<Phase> phases;
@@ -154,6 +155,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       if (edge_of[i] >= 0 && edges[static_cast<std::size_t>(edge_of[i])].isolated) continue;
       for (const WeightedPath& p : route(i)) ph.simulated.push_back({&p.links, f.wire_bytes * p.weight, f.multiplicity});
     }
+    ph.isolated_edges.reserve(edges.size());
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
       // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
@@ -167,9 +169,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       ph.has_isolated = true;
       ph.isolated_duration = std::max(ph.isolated_duration, end);
       ph.isolated_flows += e.copies;
-      for (int k = 0; k < e.length; ++k) {
-        ph.isolated_load.push_back({e.links[static_cast<std::size_t>(k)], e.bytes * static_cast<double>(e.copies), e.bytes / rate});
-      }
+      ph.isolated_edges.push_back({e.links, e.length, e.bytes * static_cast<double>(e.copies), e.bytes / rate});
     }
     out->phases.push_back(std::move(ph));
   }
@@ -216,7 +216,8 @@ void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
   }
   run->pending = count;
   if (phase.has_isolated) {
-    for (const Prepared::LinkLoad& l : phase.isolated_load) network_.add_link_load(l.link, l.bytes, l.busy_s);
+    for (const Prepared::IsolatedEdge& e : phase.isolated_edges)
+      for (int k = 0; k < e.length; ++k) network_.add_link_load(e.links[static_cast<std::size_t>(k)], e.bytes, e.busy_s);
     flows_isolated_ += phase.isolated_flows;
     engine_.schedule_after(phase.isolated_duration, [this, run] { flow_done(run); });
   }

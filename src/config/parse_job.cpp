@@ -108,8 +108,8 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
 
 // system.attention_kernel = "auto": Transformer Engine's backend choice, cuDNN's fused attention
 // on Hopper and newer and FlashAttention-2 before (configs/systems/megatron-core.json). megasim
-// takes cudnn-fused where the GPU's hardware profile has a measured cuDNN block and flash-v2
-// elsewhere, so that a GPU without that measurement still runs (on FlashAttention-2's rates).
+// takes cudnn-fused where the GPU's hardware profile has a cuDNN block (Hopper measured, Blackwell
+// derived from published figures) and flash-v2 elsewhere, so that a GPU without one still runs.
 std::string auto_attention_kernel(const GpuSpec& gpu, const Catalog& catalog) {
   const nlohmann::json hw = catalog.entry("hw", gpu.profile, "cluster.gpu.profile");
   const bool measured = hw.is_object() && hw.contains("attention") && hw["attention"].is_object() &&

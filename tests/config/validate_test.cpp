@@ -257,12 +257,13 @@ TEST(Validate, DefaultSystemIsTodaysMegatronCore) {
   EXPECT_TRUE(s.tp_overlap && s.pp_overlap && s.dp_overlap && s.fused_kernels && s.async_data_preprocessing);
   EXPECT_EQ(s.tp_overlap_scope, "all-linears");
   EXPECT_EQ(s.dp_overlap_granularity, "bucket");
-  // "auto": FlashAttention-2 on Ampere (no cuDNN block measured), cuDNN fused attention on Hopper.
+  // "auto": FlashAttention-2 on Ampere (no cuDNN block), cuDNN fused attention on Hopper and
+  // Blackwell (whose cuDNN block is derived from published FlashAttention-4 figures).
   EXPECT_EQ(s.attention_kernel, "flash-v2");
   j["cluster"]["gpu"] = "h100-sxm5-80gb";
   EXPECT_EQ(test::parse(j).system.attention_kernel, "cudnn-fused");
   j["cluster"]["gpu"] = "b200-sxm-180gb";
-  EXPECT_EQ(test::parse(j).system.attention_kernel, "flash-v2");
+  EXPECT_EQ(test::parse(j).system.attention_kernel, "cudnn-fused");
   // An explicit kernel wins over the preset's auto.
   j["system"] = {{"attention_kernel", "unfused"}};
   EXPECT_EQ(test::parse(j).system.attention_kernel, "unfused");
