@@ -56,8 +56,8 @@ class FlowNetwork {
   // Bytes not yet delivered by one copy, as of now().
   double flow_remaining_bytes(FlowId id) const;
 
-  // Bytes carried by the link direction so far (all copies), up to the last update of each
-  // flow; exact once the flows crossing it have completed.
+  // Bytes carried by the link direction (all copies) by the flows that have completed; a flow
+  // still in flight is counted when it completes.
   double link_bytes(LinkId link) const;
   // Seconds during which at least one flow was transferring over the link.
   double link_busy_s(LinkId link) const;

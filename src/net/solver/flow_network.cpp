@@ -136,8 +136,6 @@ void FlowNetwork::advance(NetFlow& f) {
     const double moved =
         std::min(f.remaining_bytes, f.rate_Bps * elapsed_s(f.last_update, now));
     f.remaining_bytes -= moved;
-    const double on_links = moved * static_cast<double>(f.req.multiplicity);
-    for (LinkId link : f.req.path) link_bytes_[link] += on_links;
   }
   f.last_update = now;
 }
@@ -169,9 +167,6 @@ void FlowNetwork::on_completion_event(std::uint32_t slot) {
     schedule_completion(slot);
     return;
   }
-  // Credit exactly what was left so the link byte counts are conserved.
-  const double on_links = f.remaining_bytes * static_cast<double>(f.req.multiplicity);
-  for (LinkId link : f.req.path) link_bytes_[link] += on_links;
   f.remaining_bytes = 0.0;
   f.last_update = engine_.now();
   finish(slot);
@@ -182,7 +177,11 @@ void FlowNetwork::finish(std::uint32_t slot) {
   if (f.transferring && !f.req.path.empty()) {
     solver_.remove_flow(f.handle);
     const std::int64_t now_ps = engine_.now().ps();
+    // A link's bytes are credited when the flow completes (all of them: it delivered its
+    // request), not on every rate change: that loop over the path ran once per re-solve.
+    const double on_links = f.req.bytes * static_cast<double>(f.req.multiplicity);
     for (LinkId link : f.req.path) {
+      link_bytes_[link] += on_links;
       if (--link_active_[link] == 0) link_busy_ps_[link] += now_ps - link_busy_since_ps_[link];
     }
     request_resolve();
