@@ -1,6 +1,7 @@
 // Router: reachability, path validity, ECMP determinism, spray exactness, rail-only relay.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -83,6 +84,23 @@ TEST(RouteRouter, IntraNodeAndSameTor) {
   EXPECT_EQ(same_tor[0].links.size(), 4u);
   EXPECT_DOUBLE_EQ(same_tor[0].latency_s, testing::kNicLatencyS + 2 * testing::kLinkLatencyS);
   EXPECT_EQ(r.paths(3, 3, 0).front().links.size(), 0u);
+}
+
+// direct_path returns exactly the route paths() takes when it is switch-free (same NVLink
+// domain, or same ToR), and nothing when the route crosses a switch-to-switch link.
+TEST(RouteRouter, DirectPathMatchesPaths) {
+  const Fabric f = build_fabric(megascale_cluster(1024));  // 128 nodes, 64 per ToR set
+  const Router r(f, Routing::Ecmp, 1);
+  std::array<LinkId, 4> d{};
+  int n = 0;
+  for (const auto& [src, dst] : std::vector<std::pair<int, int>>{{1, 6}, {2, 8 + 2}, {3, 63 * 8 + 3}}) {
+    ASSERT_TRUE(r.direct_path(src, dst, d, n)) << src << "->" << dst;
+    const LinkPath direct(d.begin(), d.begin() + n);
+    EXPECT_EQ(direct, r.paths(src, dst, 0).front().links) << src << "->" << dst;
+  }
+  EXPECT_FALSE(r.direct_path(0, 64 * 8, d, n));  // the next ToR set: through an aggregation switch
+  EXPECT_FALSE(r.direct_path(0, 8 + 1, d, n));   // another rail: another ToR
+  EXPECT_FALSE(r.direct_path(5, 5, d, n));
 }
 
 // Textbook, MegaScale 12,288: GPU 0 (pod 0) to GPU 12287 (ToR set 23, pod 5) crosses
