@@ -69,12 +69,11 @@ void CollectiveRunner::enable_isolated_edges(std::function<bool(int gpu)> touche
 
 bool CollectiveRunner::may_isolate(int src, int dst) const {
   const ClusterSpec& c = fabric_.cluster();
-  // A shared NIC carries several GPUs' edges, and a rail-only relay borrows another GPU's
-  // NVLink and NIC ports: neither is private to one edge.
-  if (!touched_elsewhere_ || c.network.nics_per_node != c.gpus_per_node ||
-      fabric_.topology() == Topology::RailOnly) {
-    return false;
-  }
+  // A shared NIC carries several GPUs' edges: not private to one. A rail-only (multi-plane)
+  // relay borrows the ports of the GPU on the destination's rail in the source's node; for a
+  // group laid out alike on every node (every DP group of a step) that GPU is a member, so
+  // the relay is a flow of the same phase and the conflict check below sees it.
+  if (!touched_elsewhere_ || c.network.nics_per_node != c.gpus_per_node) return false;
   return !touched_elsewhere_(src) && !touched_elsewhere_(dst);
 }
 

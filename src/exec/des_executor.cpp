@@ -28,7 +28,7 @@ DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepG
   const std::int64_t dp = placement_.dp();
   const std::int64_t sample = std::min<std::int64_t>(dp, std::max(1, options.mirrored_replicas));
   for (std::int64_t i = 0; i < sample; ++i) mirrored_.push_back(i * dp / sample);
-  if (!options.full) {
+  if (!options.full && options.isolated_edges) {
     // The DP rings' edges between GPUs that carry no pipeline transfer (every replica but the
     // mirrored ones) are evaluated in isolation by the runner: at 98,304 GPUs that is 95% of
     // a collective's flows. `full` keeps simulating every flow, so the folding tests also

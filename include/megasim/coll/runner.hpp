@@ -53,8 +53,9 @@ class CollectiveRunner {
   // `touched_elsewhere(gpu)` must be true for every GPU whose NIC or NVLink ports other
   // traffic may use while a collective of this runner is in flight (pipeline transfers,
   // another collective over the same GPU). Only flows on switch-free routes
-  // (Router::direct_path) between two untouched GPUs, on a fabric with one NIC per GPU and
-  // no rail-only relays, qualify.
+  // (Router::direct_path) between two untouched GPUs, on a fabric with one NIC per GPU,
+  // qualify; a rail-only relay must stay inside the collective's own group (true of groups
+  // laid out alike on every node).
   void enable_isolated_edges(std::function<bool(int gpu)> touched_elsewhere);
 
   std::size_t cached_paths() const { return path_cache_.size(); }

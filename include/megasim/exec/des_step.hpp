@@ -37,6 +37,9 @@ class Catalog;
 struct DesOptions {
   bool full = false;                 // simulate every DP replica (no folding)
   int mirrored_replicas = 16;        // folded: DP replicas whose pipeline flows are launched
+  // Folded: DP-ring edges no other traffic touches are evaluated, not simulated
+  // (CollectiveRunner::enable_isolated_edges); exact, so off only to check that it is.
+  bool isolated_edges = true;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;  // interleaved when vpp > 1
   std::string trace_path;            // Chrome Trace Event JSON written here when non-empty
   std::size_t busiest_links = 10;    // how many links StepReport::busiest_links lists
