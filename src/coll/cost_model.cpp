@@ -172,12 +172,21 @@ double nic_effective_Bps(const ClusterSpec& c, const NcclModel& m) {
   return c.network.nic_bandwidth_Bps * m.network_fraction(c.network.nic_bandwidth_Bps);
 }
 
+namespace {
+
+// Hosts joined by one NVLink domain: 1 on DGX/HGX, 18 four-GPU trays on an NVL72 rack.
+int hosts_per_domain(const ClusterSpec& c) {
+  return std::max(1, nvlink_domain_gpus(c) / std::max(1, c.gpus_per_node));
+}
+
+}  // namespace
+
 int nics_used_per_node(int ranks_per_node, const ClusterSpec& c) {
   // Each rank drives its host's NICs in proportion (nics_per_node / gpus_per_node per GPU); an
   // NVLink domain of several hosts (NVL72) offers all of its hosts' NICs.
   const int nics = std::max(1, c.network.nics_per_node);
   const int gpn = std::max(1, c.gpus_per_node);
-  const int domain_nics = nics * std::max(1, nvlink_domain_gpus(c) / gpn);
+  const int domain_nics = nics * hosts_per_domain(c);
   const int used = (ranks_per_node * nics + gpn - 1) / gpn;
   return std::clamp(used, 1, domain_nics);
 }
@@ -192,8 +201,7 @@ double group_bus_bandwidth_Bps(const CollGroupShape& g, const ClusterSpec& c, co
 double inter_node_topology_latency_s(const CollGroupShape& g, const ClusterSpec& c) {
   if (g.nodes <= 1) return 0.0;
   const int per_leaf = c.network.servers_per_tor;
-  const int hosts_per_domain = std::max(1, nvlink_domain_gpus(c) / std::max(1, c.gpus_per_node));
-  const bool one_leaf = per_leaf <= 0 || static_cast<std::int64_t>(g.nodes) * hosts_per_domain <= per_leaf;
+  const bool one_leaf = per_leaf <= 0 || static_cast<std::int64_t>(g.nodes) * hosts_per_domain(c) <= per_leaf;
   // Multi-GPU rings use rail-matched NICs, so they stay on rails like same-rail groups.
   const bool in_rail = g.same_rail || g.ranks_per_node > 1 || c.network.topology == Topology::RailOnly;
   const int hops = one_leaf && in_rail ? 2 : 4;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -158,13 +157,12 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
       // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
-      // completion is rounded up to the picosecond as the flow network rounds it.
+      // completion is rounded as the flow network rounds it.
       double bottleneck = std::numeric_limits<double>::infinity();
       for (int k = 0; k < e.length; ++k) bottleneck = std::min(bottleneck, cap[e.links[static_cast<std::size_t>(k)]]);
       const double rate = bottleneck / static_cast<double>(e.copies);
-      const double exact_ps = e.bytes / rate * 1e12;
       const SimTime end = SimTime::from_seconds(ph.latency_s) +
-                          SimTime::from_ps(static_cast<std::int64_t>(std::ceil(exact_ps - exact_ps * 4e-16)));
+                          SimTime::from_ps(static_cast<std::int64_t>(FlowNetwork::transfer_ps(e.bytes, rate)));
       ph.has_isolated = true;
       ph.isolated_duration = std::max(ph.isolated_duration, end);
       ph.isolated_flows += e.copies;

@@ -232,13 +232,15 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
   if (count == 0) engine_.schedule_after(SimTime::from_ps(0), [this, r, t] { finish(r, t); });
 }
 
-// One lowered plan per DP group of the stage (one per TP/CP rank), cached by size.
-const std::vector<CollectivePlan>& DesExecutor::collective_plans(TaskIndex t) {
+// One plan per DP group of the stage (one per TP/CP rank), lowered, routed and split into
+// simulated and isolated edges once per (stage, kind, size); the lowered plan itself is not
+// kept (at 98,304 GPUs its flow list is the bulk of the memory).
+const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecutor::collective_plans(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);
   auto it = plan_cache_.find(key);
   if (it != plan_cache_.end()) return it->second;
-  std::vector<CollectivePlan> plans;
+  std::vector<std::shared_ptr<const CollectiveRunner::Prepared>> plans;
   for (int c = 0; c < placement_.cp(); ++c) {
     for (int j = 0; j < placement_.tp(); ++j) {
       CollectiveRequest req;
@@ -247,24 +249,15 @@ const std::vector<CollectivePlan>& DesExecutor::collective_plans(TaskIndex t) {
                                                     : CollOp::ReduceScatter;
       req.size_bytes = task.bytes;
       for (std::int64_t d = 0; d < placement_.dp(); ++d) req.gpus.push_back(placement_.gpu_of({j, c, d, task.stage}));
-      plans.push_back(lower_collective(req, fabric_.cluster(), nccl_));
+      const CollectivePlan plan = lower_collective(req, fabric_.cluster(), nccl_);
       if (task.stage == 0 && dp_keys_.size() < 200000) {
-        for (const auto& ph : plans.back().phases)
+        for (const auto& ph : plan.phases)
           for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
       }
+      plans.push_back(runner_->prepare(plan));
     }
   }
   return plan_cache_.emplace(key, std::move(plans)).first->second;
-}
-
-const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecutor::prepared_plans(TaskIndex t) {
-  const StepTask& task = graph_.tasks[t];
-  const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);
-  auto it = prepared_cache_.find(key);
-  if (it != prepared_cache_.end()) return it->second;
-  std::vector<std::shared_ptr<const CollectiveRunner::Prepared>> prepared;
-  for (const CollectivePlan& plan : collective_plans(t)) prepared.push_back(runner_->prepare(plan));
-  return prepared_cache_.emplace(key, std::move(prepared)).first->second;
 }
 
 void DesExecutor::collective_ready(int r, TaskIndex t) {
@@ -282,7 +275,7 @@ void DesExecutor::collective_ready(int r, TaskIndex t) {
 
 void DesExecutor::start_collective(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
-  const auto& plans = prepared_plans(t);
+  const auto& plans = collective_plans(t);
   for (int q = 0; q < replicas_; ++q) {
     dp_activity(q, task.stage, +1);
     timing_[idx(q, t)].start_s = engine_.now().seconds();

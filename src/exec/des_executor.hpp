@@ -98,8 +98,7 @@ class DesExecutor {
   void collective_ready(int r, TaskIndex t);
   void start_collective(TaskIndex t);  // every member has posted it: run it on the network
   const std::vector<FlowTemplate>& transfer_flows(int src_stage, int dst_stage, std::int64_t dp);
-  const std::vector<CollectivePlan>& collective_plans(TaskIndex t);
-  const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& prepared_plans(TaskIndex t);
+  const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& collective_plans(TaskIndex t);
   void sample_links();
   void report_progress();
 
@@ -125,8 +124,7 @@ class DesExecutor {
   std::vector<int> dp_active_;                        // [replica * stages + stage]
   std::vector<RunningCompute> running_;               // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
-  std::map<std::tuple<int, int, double>, std::vector<CollectivePlan>> plan_cache_;
-  std::map<std::tuple<int, int, double>, std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>> prepared_cache_;
+  std::map<std::tuple<int, int, double>, std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>> plan_cache_;
   std::vector<char> pipeline_gpu_;  // folded runs: GPUs whose ports carry pipeline transfers
   std::vector<FlowKey> dp_keys_;
   std::vector<LinkSample> samples_;

@@ -16,12 +16,11 @@ enum class NcclProto { LL, LL128, Simple };
 
 inline constexpr int kNumProtos = 3;
 
-// Communicator shape. ranks == ranks_per_node * nodes (validated by the cost model).
-// same_rail: one GPU per node, all on the same rail (DP/PP groups under TP = 8), so the ring
-// stays inside one rail's switches.
-// A communicator's shape. A "node" here is an NVLink domain (cluster.nvlink_domain_size GPUs:
-// one NVSwitch host on DGX/HGX, a whole NVL72 rack on GB200): inside it ranks talk over NVLink,
-// across domains over the hosts' NICs.
+// Communicator shape. ranks == ranks_per_node * nodes (validated by the cost model). A "node"
+// here is an NVLink domain (cluster.nvlink_domain_size GPUs: one NVSwitch host on DGX/HGX, a
+// whole NVL72 rack on GB200): inside it ranks talk over NVLink, across domains over the hosts'
+// NICs. same_rail: one GPU per node, all on the same rail (DP/PP groups under TP = 8), so the
+// ring stays inside one rail's switches.
 struct CollGroupShape {
   int ranks = 1;
   int ranks_per_node = 1;

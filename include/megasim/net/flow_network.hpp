@@ -67,6 +67,11 @@ class FlowNetwork {
   // The k links with most bytes, ties by lower id; links that carried nothing are omitted.
   std::vector<std::pair<LinkId, double>> busiest_links(std::size_t k) const;
 
+  // Picoseconds to move `bytes` at `rate_Bps`, rounded up so a flow never finishes early (the
+  // slack of a few ulps keeps an exact quotient from gaining a picosecond through rounding
+  // noise). CollectiveRunner's isolated edges use it to end where a simulated flow would.
+  static double transfer_ps(double bytes, double rate_Bps);
+
   std::size_t active_flows() const { return active_; }
   std::uint64_t flows_completed() const { return completed_; }
   std::uint64_t flows_started() const { return started_; }

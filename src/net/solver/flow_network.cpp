@@ -145,14 +145,16 @@ void FlowNetwork::schedule_completion(std::uint32_t slot) {
   if (f.event != kNoEvent) engine_.cancel(f.event);
   f.event = kNoEvent;
   if (!(f.rate_Bps > 0.0)) return;  // stalled: stays open, reported as unfinished
-  // Round up so a flow never finishes early; the slack of a few ulps keeps an exact quotient
-  // (S/C = 2e11 ps) from gaining a picosecond through rounding noise.
-  const double exact_ps = f.remaining_bytes / f.rate_Bps * 1e12;
-  const double delay_ps = std::ceil(exact_ps - exact_ps * 4e-16);
+  const double delay_ps = transfer_ps(f.remaining_bytes, f.rate_Bps);
   const double room_ps = static_cast<double>(SimTime::max().ps() - engine_.now().ps());
   if (!(delay_ps < room_ps)) return;  // beyond the end of time: equivalent to stalled
   f.event = engine_.schedule_after(SimTime::from_ps(static_cast<std::int64_t>(delay_ps)),
                                    [this, slot] { on_completion_event(slot); });
+}
+
+double FlowNetwork::transfer_ps(double bytes, double rate_Bps) {
+  const double exact_ps = bytes / rate_Bps * 1e12;  // e.g. S/C = 2e11 ps exactly
+  return std::ceil(exact_ps - exact_ps * 4e-16);
 }
 
 void FlowNetwork::on_completion_event(std::uint32_t slot) {
