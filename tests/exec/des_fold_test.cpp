@@ -10,7 +10,7 @@ namespace {
 // Folding (one replica's compute, every replica's flows) against the full simulation of
 // every DP replica: they must agree within 0.5% (DESIGN.md B3 "keep a full mode that proves
 // the folding exact").
-void expect_fold_matches_full(JobSpec j, std::int64_t m, double tolerance = 0.005, int mirrored = 16) {
+void expect_fold_matches_full(JobSpec j, std::int64_t m, double tolerance = 0.005) {
   j.parallel.zero_stage = 2;
   j.system.dp_overlap = true;
   j.system.dp_prefetch_first_all_gather = true;
@@ -24,7 +24,6 @@ void expect_fold_matches_full(JobSpec j, std::int64_t m, double tolerance = 0.00
   c.optimizer_s = 4e-3;
   const Fabric f = build_fabric(j.cluster);
   DesOptions folded;
-  folded.mirrored_replicas = mirrored;
   DesOptions full;
   full.full = true;
   const StepReport a = simulate_step_des(j, c, f, destest::nccl(), folded);
@@ -69,13 +68,7 @@ TEST(DesFold, EcmpStatsOnMultiTorCluster) {
 // and ECMP-hashed uplinks) the two differ by ~2% (docs/limitations.md).
 TEST(DesFold, FoldedAgreesWithFullRackScale) {
   JobSpec j = destest::job(4, 2, 1, 576);
-  j.cluster = testing::dgx_h100(144);
-  j.cluster.num_gpus = 576;
-  j.cluster.gpus_per_node = 4;
-  j.cluster.nvlink_domain_size = 72;
-  j.cluster.network.nics_per_node = 4;
-  j.cluster.gpu.nvlink_bandwidth_Bps = 900e9;
-  j.cluster.gpu.architecture_sm = 100;
+  j.cluster = testing::nvl72(8);
   j.parallel.placement = PlacementOrder::PpFirst;
   expect_fold_matches_full(j, 4);
 }
