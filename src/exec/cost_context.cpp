@@ -52,25 +52,35 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
 
 namespace {
 
-// Expected distinct nodes a token's top-k copies reach in an EP group over `nodes` nodes with
-// experts spread evenly (uniform routing; group-limited routing caps it at topk_group when one
-// expert group is one node, as DeepSeek-V3 places them): 1 - C(E - E/N, k) / C(E, k) per node.
-double distinct_nodes_per_token(const MoeSpec& moe, int nodes) {
-  if (nodes <= 1) return 1.0;
+// Expected distinct targets (EP ranks, or nodes) a token's top-k copies reach when the routed
+// experts are spread evenly over `targets` (uniform routing): targets x (1 - C(E - E/t, k) / C(E, k)).
+// Group-limited routing (n_group / topk_group) caps it: a token's experts lie in at most
+// topk_group groups, so it reaches at most topk_group x (targets per group) targets when groups
+// tile the targets (DeepSeek-V3 places one group per node), at most topk_group when they nest.
+double distinct_targets_per_token(const MoeSpec& moe, int targets) {
+  if (targets <= 1) return 1.0;
   const double e = static_cast<double>(moe.num_experts);
-  const double per_node = e / nodes;
-  double miss = 1.0;  // P(no copy on a given node)
-  for (std::int64_t i = 0; i < moe.experts_per_token; ++i) miss *= (e - per_node - static_cast<double>(i)) / (e - static_cast<double>(i));
-  double reached = nodes * (1.0 - std::max(0.0, miss));
-  if (moe.topk_groups > 0 && moe.num_groups == nodes) reached = std::min(reached, static_cast<double>(moe.topk_groups));
+  const double per_target = e / targets;
+  double miss = 1.0;  // P(no copy on a given target)
+  for (std::int64_t i = 0; i < moe.experts_per_token; ++i) miss *= (e - per_target - static_cast<double>(i)) / (e - static_cast<double>(i));
+  double reached = targets * (1.0 - std::max(0.0, miss));
+  if (moe.topk_groups > 0 && moe.num_groups > 0) {
+    if (targets % moe.num_groups == 0) {  // a group spans targets / groups targets
+      reached = std::min(reached, static_cast<double>(moe.topk_groups * (targets / moe.num_groups)));
+    } else if (moe.num_groups % targets == 0) {  // groups nest inside targets
+      reached = std::min(reached, static_cast<double>(moe.topk_groups));
+    }
+  }
   return reached;
 }
 
 // One MoE dispatch or combine over the EP group. alltoall: NCCL's all-to-all-v of the routed
 // copies (the op's bytes are the most-loaded rank's, which everyone waits for); allgather: an
-// all-gather of the group's tokens and a reduce-scatter back; flex (DeepEP / HybridEP): one RDMA
-// copy per distinct remote node, fanned out over NVLink there, priced as the all-to-all of the
-// de-duplicated bytes.
+// all-gather of the group's tokens and a reduce-scatter back; flex (DeepEP / HybridEP) sends a
+// token once per destination it needs, not once per expert: across nodes one RDMA copy per
+// distinct remote node, fanned out over NVLink there; inside one node one NVLink copy per
+// distinct EP rank (DeepEP get_dispatch_layout's is_token_in_rank; the combine reduces a token's
+// experts on their rank first and returns one copy). Priced as the all-to-all of those bytes.
 double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
   const JobSpec& job = c.job;
   switch (job.system.moe_token_dispatcher_type) {
@@ -79,7 +89,8 @@ double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
                                c.ep_group, job.cluster, c.nccl);
     case MoeDispatcher::Flex: {
       const double k = static_cast<double>(job.model.moe.experts_per_token);
-      const double dedup = c.ep_group.nodes > 1 ? distinct_nodes_per_token(job.model.moe, c.ep_group.nodes) / k : 1.0;
+      const int targets = c.ep_group.nodes > 1 ? c.ep_group.nodes : c.ep_group.ranks;
+      const double dedup = distinct_targets_per_token(job.model.moe, targets) / k;
       return collective_time_s(CollOp::AllToAll, bytes * dedup, c.ep_group, job.cluster, c.nccl);
     }
     case MoeDispatcher::AllToAll: break;

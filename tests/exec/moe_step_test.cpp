@@ -68,6 +68,26 @@ TEST(MoeStep, DispatchAcrossNodesIsExposedUnlessOverlapped) {
   EXPECT_NEAR(des.step_time_s / across.step_time_s, 1.0, 0.1);
 }
 
+TEST(MoeStep, FlexInsideANodeSendsATokenOncePerRank) {
+  // EP 8 in one node, 16 of the 128 experts per rank, top-8: a token reaches on average
+  // 8 x (1 - C(112, 8) / C(128, 8)) = 5.31 distinct ranks, so DeepEP moves 5.31 / 8 of the
+  // all-to-all dispatcher's bytes (both are bandwidth-bound at 4,096 tokens).
+  SimulateOptions o;
+  o.engine = EngineKind::Analytic;
+  const std::vector<std::string> balanced{"training.moe_router_force_load_balancing=true"};
+  auto with = [&](const char* dispatcher) {
+    std::vector<std::string> s = balanced;
+    s.push_back(std::string("system.moe_token_dispatcher_type=") + dispatcher);
+    return simulate_step(qwen3_30b(s), catalog(), o);
+  };
+  const StepReport a2a = with("alltoall");
+  const StepReport flex = with("flex");
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  const double expected = (1.0 - miss);  // distinct ranks / top-k
+  EXPECT_NEAR(flex.breakdown.exposed_ep_comm_s / a2a.breakdown.exposed_ep_comm_s, expected, 0.03);
+}
+
 TEST(MoeStep, GroupedGemmBeatsALoopOfSmallExpertGemms) {
   // 128 experts over 8 GPUs: 16 local experts of ~2,048 rows, host-launched one by one without
   // the grouped kernel.
