@@ -4,6 +4,7 @@
 #include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
+#include "config/test_util.hpp"
 #include "model/test_jobs.hpp"
 
 namespace megasim {
@@ -28,6 +29,21 @@ TEST(Params, Llama31) {
   EXPECT_NEAR(parameter_count(llama(8192, 80, 64, 8, 28672)), 70.553706496e9, 1.0);
   // 405B: 3,187,703,808 x 126 + 2*128256*16384 + 16384 = 405,853,388,800.
   EXPECT_NEAR(parameter_count(llama(16384, 126, 128, 8, 53248)) / 405.9e9, 1.0, 0.005);
+}
+
+TEST(Params, MptCatalogModelsMatchLlmFoundrysCounts) {
+  // llm-foundry's benchmark README (H100 table, NumParams at sequence 2048): 12 l h^2 + V h,
+  // plus the 2048-row position table and the bias-free LayerNorms (2 per block and a final one).
+  struct Row { const char* name; double published; };
+  for (const Row& r : {Row{"mpt-760m", 760470528.0}, Row{"mpt-7b", 6658859008.0}, Row{"mpt-70b", 64862437376.0}}) {
+    auto j = test::small_job();
+    j["model"] = r.name;
+    const ModelSpec m = test::parse(j).model;
+    EXPECT_FALSE(m.rope) << r.name;
+    EXPECT_FALSE(m.gated_mlp) << r.name;
+    EXPECT_TRUE(m.tie_word_embeddings) << r.name;
+    EXPECT_NEAR(parameter_count(m) / r.published, 1.0, 5e-4) << r.name;
+  }
 }
 
 TEST(Flops, MegaScale175BPerToken) {
