@@ -23,6 +23,7 @@ nlohmann::json ranked_json(const RankedPlan& p, std::size_t rank) {
                          {"recompute", to_string(p.plan.recompute)},
                          {"zero_stage", p.plan.zero_stage}};
   if (p.plan.ep > 0) plan["expert_model_parallel_size"] = p.plan.ep;
+  if (p.plan.etp > 0) plan["expert_tensor_parallel_size"] = p.plan.etp;
   plan["decoder_first_pipeline_num_layers"] =
       p.plan.first_stage_layers ? nlohmann::json(*p.plan.first_stage_layers) : nlohmann::json(nullptr);
   plan["decoder_last_pipeline_num_layers"] =

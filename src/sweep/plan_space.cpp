@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include "megasim/model/memory.hpp"
 
@@ -81,7 +82,7 @@ auto as_tuple(const PlanCandidate& c) {
   return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.account_for_embedding_and_loss,
                          c.first_stage_layers.value_or(0),
                          c.last_stage_layers.value_or(0), c.vpp, c.micro_batch_size,
-                         static_cast<int>(c.recompute), c.zero_stage, c.ep);
+                         static_cast<int>(c.recompute), c.zero_stage, c.ep, c.etp);
 }
 
 }  // namespace
@@ -95,6 +96,7 @@ std::string plan_key(const PlanCandidate& c) {
        std::to_string(c.micro_batch_size) + "-rc:" + to_string(c.recompute) + "-z" +
        std::to_string(c.zero_stage) + "-gbs" + std::to_string(c.global_batch_size);
   if (c.ep > 0) k += "-ep" + std::to_string(c.ep);
+  if (c.ep > 0 && c.etp != c.tp) k += "-etp" + std::to_string(c.etp);
   return k;
 }
 
@@ -112,25 +114,35 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
   for (int cp = 1; cp <= std::max(1, opts.max_context_parallel); cp *= 2) cps.push_back(cp);
   const auto layouts = pipeline_layouts(base.model.num_hidden_layers);
   constexpr Recompute kRecompute[] = {Recompute::None, Recompute::Selective, Recompute::Full};
-  // Expert parallelism: powers of two dividing the routed experts, up to the GPUs.
-  std::vector<int> eps{0};
-  if (is_moe(base.model)) {
-    eps.clear();
-    for (std::int64_t ep = 1; ep <= base.model.moe.num_experts && ep <= base.cluster.num_gpus; ep *= 2) {
-      if (base.model.moe.num_experts % ep == 0) eps.push_back(static_cast<int>(ep));
+  // The expert grid of a plan with tensor parallelism `tp`: (EP, ETP) pairs. EP: powers of two
+  // dividing the routed experts, up to the GPUs. ETP: as the base job writes it, else the plan's
+  // TP and ETP 1. Dense models: one pair (0, 0).
+  auto expert_grids = [&base](int tp) {
+    std::vector<std::pair<int, int>> grids;
+    if (!is_moe(base.model)) {
+      grids.emplace_back(0, 0);
+      return grids;
     }
-  }
+    std::vector<int> etps{base.parallel.expert_tensor_parallel_size};
+    if (etps.front() == 0) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
+    for (std::int64_t ep = 1; ep <= base.model.moe.num_experts && ep <= base.cluster.num_gpus; ep *= 2) {
+      if (base.model.moe.num_experts % ep != 0) continue;
+      for (const int etp : etps) grids.emplace_back(static_cast<int>(ep), etp);
+    }
+    return grids;
+  };
 
   std::vector<PlanCandidate> out;
   for (const auto gbs : batches) {
     for (const int tp : divisors(nvlink_domain_gpus(base.cluster))) {
+      const auto grids = expert_grids(tp);
       for (const int cp : cps) {
         for (const auto& layout : layouts) {
           for (const int vpp : layout.vpps) {
             for (const auto mbs : micro) {
               for (const auto rc : kRecompute) {
                 for (int zero = 0; zero <= 3; ++zero) {
-                  for (const int ep : eps) {
+                  for (const auto& [ep, etp] : grids) {
                     PlanCandidate c;
                     c.global_batch_size = gbs;
                     c.tp = tp;
@@ -144,6 +156,7 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
                     c.recompute = rc;
                     c.zero_stage = zero;
                     c.ep = ep;
+                    c.etp = etp;
                     out.push_back(c);
                   }
                 }
@@ -186,6 +199,7 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
   p.account_for_loss_in_pipeline_split = c.account_for_embedding_and_loss;
   p.zero_stage = c.zero_stage;
   if (c.ep > 0) p.expert_model_parallel_size = c.ep;
+  if (c.etp > 0) p.expert_tensor_parallel_size = c.etp;
   p.sequence_parallel = sequence_parallel && c.tp > 1;  // as config/validate.cpp derives it
   const std::int64_t model_gpus = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
   p.data_parallel_size = job.cluster.num_gpus / model_gpus;
@@ -213,7 +227,7 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
   if (cp > 1 && t.seq_length % (2 * cp) != 0) return PlanRule::SeqDivisibleBy2Cp;
   if (p.sequence_parallel && (t.seq_length / cp) % tp != 0) return PlanRule::SeqPerCpDivisibleByTp;
   if (is_moe(job.model)) {
-    // Megatron-Core's expert grid (config/validate.cpp check_experts), ETP defaulting to each plan's TP.
+    // Megatron-Core's expert grid (config/validate.cpp check_experts).
     const std::int64_t etp = expert_tensor_parallel_size(job);
     const std::int64_t grid = etp * p.expert_model_parallel_size * p.pipeline_model_parallel_size;
     if (job.cluster.num_gpus % grid != 0 || etp > nvlink_domain_gpus(job.cluster) ||

@@ -199,6 +199,24 @@ TEST(PlanSpace, MoeModelsEnumerateExpertParallelism) {
   const JobSpec job = apply_plan(base, c);
   EXPECT_EQ(job.parallel.expert_model_parallel_size, 8);
   EXPECT_EQ(first_broken_rule(job), PlanRule::ExpertGridDividesGpus);
+  // ETP unwritten: each TP > 1 plan comes twice, with ETP = TP (Megatron-Core's default, key
+  // unchanged) and ETP 1 ("-etp1"); apply_plan writes the plan's ETP.
+  std::set<std::pair<int, int>> tp_etp;
+  for (const auto& p : plans) tp_etp.insert({p.tp, p.etp});
+  EXPECT_TRUE(tp_etp.count({2, 1}) && tp_etp.count({2, 2}) && tp_etp.count({1, 1}));
+  EXPECT_FALSE(tp_etp.count({1, 2}) || tp_etp.count({4, 2}));
+  PlanCandidate split = c;
+  split.tp = 2;
+  split.etp = 1;
+  split.pp = 1;
+  EXPECT_NE(plan_key(split).find("-ep8-etp1"), std::string::npos);
+  EXPECT_EQ(apply_plan(base, split).parallel.expert_tensor_parallel_size, 1);
+  split.etp = 2;
+  EXPECT_EQ(plan_key(split).find("-etp"), std::string::npos);
+  // A job that writes ETP keeps it in every plan.
+  auto fixed = j;
+  fixed["parallel"]["expert_tensor_parallel_size"] = 1;
+  for (const auto& p : enumerate_plans(testing::load_with(cat, fixed, {}), small_space())) EXPECT_EQ(p.etp, 1);
   // A dense model has no EP dimension and its keys carry none.
   const JobSpec dense = testing::load_with(cat, testing::small_job_json(), {});
   for (const auto& p : enumerate_plans(dense, small_space())) {

@@ -22,8 +22,11 @@
 //   micro batch    opts.micro_batch_sizes (default 1, 2, 4, 8)
 //   recompute      none, selective, full
 //   ZeRO stage     0, 1, 2, 3
-//   EP             MoE models only: every power of two dividing the routed experts (ETP as the
-//                  base job writes it, else each plan's TP); dense models: none (ep = 0)
+//   EP             MoE models only: every power of two dividing the routed experts; dense
+//                  models: none (ep = 0)
+//   ETP            MoE models only: as the base job writes it; unwritten, both Megatron-Core
+//                  layouts: the plan's TP (Megatron-Core's default) and, when TP > 1, ETP 1
+//                  (experts unsplit, as DeepSeek-V3's and Qwen3's recipes run them)
 // A plan is then rejected by the first rule it breaks, in the order config/validate.cpp checks
 // them (so the reason matches what `megasim simulate` would say), and finally by memory fit.
 #include <cstdint>
@@ -50,12 +53,14 @@ struct PlanCandidate {
   std::int64_t micro_batch_size = 1;
   Recompute recompute = Recompute::None;
   int zero_stage = 0;
-  int ep = 0;  // expert parallelism; 0 = the model has no experts
+  int ep = 0;   // expert parallelism; 0 = the model has no experts
+  int etp = 0;  // expert tensor parallelism; 0 = the model has no experts
 };
 
 // Canonical, human-readable key, e.g. "tp8-pp8-vpp6-cp1-mbs1-rc:none-z2-gbs6144", with
 // "-first3-last4" after the PP term for uneven splits and "-embloss" for a split that counts
-// the embedding and the loss as layers, and "-ep8" for an MoE model. Unique per candidate.
+// the embedding and the loss as layers, and "-ep8" for an MoE model ("-ep8-etp1" when its ETP
+// is not its TP). Unique per candidate.
 std::string plan_key(const PlanCandidate& c);
 
 // Total order used to break ties deterministically (field by field, in declaration order).
