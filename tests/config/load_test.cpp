@@ -43,6 +43,26 @@ TEST(Load, MegaScale175bOn12288) {
   EXPECT_EQ(job.system.attention_kernel, "flash-v2");
 }
 
+// The framework presets of issue 28 carry their frameworks' defaults (each sourced in its file).
+TEST(Load, FrameworkPresetsCarryTheirFrameworksDefaults) {
+  const auto cat = test::catalog();
+  const auto file = cat.root() / "megatron-175b-12288.json";
+  const JobSpec fsdp = load_job(file, {"system.preset=pytorch-fsdp"}, cat);
+  EXPECT_TRUE(fsdp.system.dp_reduce_every_micro_batch);  // FULL_SHARD keeps sharded gradients
+  EXPECT_FALSE(fsdp.system.fused_kernels);               // eager modules
+  EXPECT_FALSE(fsdp.system.dp_prefetch_first_all_gather);
+  EXPECT_TRUE(fsdp.system.grad_reduce_in_fp32);
+  const JobSpec titan = load_job(file, {"system.preset=torchtitan"}, cat);
+  EXPECT_TRUE(titan.system.gc_stragglers_fixed);  // gc.disable + collect in step
+  EXPECT_FALSE(titan.system.tp_overlap);          // async TP off unless compiled and asked for
+  EXPECT_TRUE(titan.system.dp_reduce_every_micro_batch);
+  const JobSpec ds = load_job(file, {"system.preset=megatron-deepspeed"}, cat);
+  EXPECT_FALSE(ds.system.pp_overlap);  // blocking p2p
+  EXPECT_FALSE(ds.system.dp_overlap);  // ReduceGrads after the last micro-batch
+  EXPECT_FALSE(ds.system.grad_reduce_in_fp32);  // communication_data_type BF16
+  EXPECT_EQ(ds.system.attention_kernel, "unfused");
+}
+
 TEST(Load, MegatronBaselineAndOverrides) {
   const auto cat = test::catalog();
   const auto file = cat.root() / "megatron-175b-12288.json";

@@ -85,7 +85,7 @@ TEST(NewUser, DefaultSystemIsTodaysMegatronCore) {
                 t["memory"]["breakdown_bytes"]["activations"].get<double>(),
             100 * gib);
   const auto systems = run({"list", "systems"});
-  for (const char* preset : {"megatron-core", "megascale", "megatron-lm"}) {
+  for (const char* preset : {"megatron-core", "megascale", "megatron-lm", "pytorch-fsdp", "torchtitan", "megatron-deepspeed"}) {
     EXPECT_NE(systems.out.find(preset), std::string::npos) << preset;
   }
 }
