@@ -14,20 +14,14 @@
 #include <vector>
 
 #include "megasim/core/error.hpp"
+#include "suite_file.hpp"
 
 namespace megasim {
 
 namespace {
 
-nlohmann::json read_suite(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot read validation suite");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file.string(), std::string("not valid JSON: ") + e.what());
-  }
-}
+using calib_detail::CheckKind;
+using calib_detail::SuiteFile;
 
 // A suite that reruns another suite's rows with a few settings changed (the FP8 twins of the
 // DGXC BF16 runs) names that suite in "runs_like" and each row names its twin in "like": the
@@ -35,7 +29,7 @@ nlohmann::json read_suite(const std::filesystem::path& file) {
 // Returns the row's settings; `base` gets the twin suite's base.
 std::vector<std::string> like_settings(const nlohmann::json& suite, const nlohmann::json& row,
                                        const std::filesystem::path& dir, std::string& base) {
-  const auto twin = read_suite(dir / suite.at("runs_like").get<std::string>());
+  const auto twin = calib_detail::read_json_file(dir / suite.at("runs_like").get<std::string>());
   const std::string like = row.at("like").get<std::string>();
   for (const auto& t : twin.at("rows")) {
     if (t.at("name").get<std::string>() != like) continue;
@@ -112,53 +106,6 @@ double worst_error_pct(const ValidationResult& r, const std::string& suite) {
   return worst;
 }
 
-// Suites judged by their worst row against one bar: the 530B weak scaling (issue #5) and the
-// transfer suites (published runs outside MegaScale: the A100 papers held to the 530B suite's
-// 3-point bar, layer and step times held to Table 2's 10% per-row bar).
-struct WorstRowCheck {
-  const char* suite;
-  const char* key;   // summary key
-  bool in_points;    // error in points of the suite's MFU/HFU; otherwise |error| in percent
-  double bar;
-  const char* label; // printf format of the summary line; %.2f is the worst error
-};
-constexpr WorstRowCheck kWorstRowChecks[] = {
-    {"weak530b", "weak530b_mfu", true, 3.0,
-     "530B weak scaling: worst MFU error %.2f points (target <= 3)"},
-    {"korthikanti2022", "korthikanti2022_mfu", true, 3.0,
-     "Transfer, Megatron-LM 530B on 2,240 A100s (Korthikanti 2022): worst MFU error %.2f points (bar: 3)"},
-    {"narayanan2021", "narayanan2021_hfu", true, 3.0,
-     "Transfer, Megatron-LM 1.7B-1T on 32-3,072 A100s (Narayanan 2021): worst HFU error %.2f points (bar: 3)"},
-    {"korthikanti2022_layer", "korthikanti2022_layer_time", false, 10.0,
-     "Transfer, one 22B layer on 8 A100s (Korthikanti 2022 Table 4): worst time error %.2f%% (bar: 10%%)"},
-    {"nvidia_dgxc_h100", "nvidia_dgxc_h100_step_time", false, 10.0,
-     "Transfer, NeMo BF16 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
-    {"nvidia_dgxc_h100_fp8", "nvidia_dgxc_h100_fp8_step_time", false, 10.0,
-     "Transfer, NeMo FP8 on 8-2,304 DGX H100s, 8B-405B (NVIDIA DGXC recipes): worst step-time error %.2f%% (bar: 10%%)"},
-    {"megatron_bridge_h100_moe", "megatron_bridge_h100_moe_step_time", false, 15.0,
-     "Transfer, Mixture of Experts on 16-1,024 DGX H100s (Megatron-Bridge recipes): worst step-time error %.2f%% (bar: 15%%)"},
-    {"megatron_lm_moe_layer", "megatron_lm_moe_layer_time", false, 15.0,
-     "Transfer, one MoE layer on 8 H100s, EP 8 (Megatron-LM moe_perf): worst time error %.2f%% (bar: 15%%)"},
-    {"megatron_bridge_b200_dense", "megatron_bridge_b200_dense_step_time", false, 10.0,
-     "Transfer, Blackwell: dense FP8 on 8-128 DGX B200s (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
-    {"megatron_bridge_gb200_dense", "megatron_bridge_gb200_dense_step_time", false, 10.0,
-     "Transfer, rack-scale Blackwell: dense FP8 on 8-128 GB200 NVL72 GPUs (Megatron-Bridge): worst step-time error %.2f%% (bar: 10%%)"},
-    {"mosaicml_mpt_h100", "mosaicml_mpt_h100_step_time", false, 15.0,
-     "Transfer, PyTorch FSDP: MPT 760M-70B on 8-64 H100s (llm-foundry): worst step-time error %.2f%% (bar: 15%%)"},
-};
-
-// Suites also judged by their mean |error| (issue 28: the MPT suite within mean 8%).
-struct MeanErrorCheck {
-  const char* suite;
-  const char* key;
-  double bar;
-  const char* label;  // printf format; %.2f is the mean |error| in percent
-};
-constexpr MeanErrorCheck kMeanErrorChecks[] = {
-    {"mosaicml_mpt_h100", "mosaicml_mpt_h100_step_time_mean", 8.0,
-     "Transfer, PyTorch FSDP: MPT 760M-70B on 8-64 H100s (llm-foundry): mean step-time error %.2f%% (bar: 8%%)"},
-};
-
 // Mean |error_pct| of a suite's cases; -1 when it has none.
 double mean_error_pct(const ValidationResult& r, const std::string& suite) {
   double sum = 0;
@@ -171,8 +118,9 @@ double mean_error_pct(const ValidationResult& r, const std::string& suite) {
   return n == 0 ? -1.0 : sum / n;
 }
 
-// Acceptance checks of issue #5, computed from the cases.
-void summarise(ValidationResult& r) {
+// The acceptance checks: MegaScale Table 2 and 3's and the communicator start-up's, computed
+// here, and every suite's own bars (its file's "checks"), in suite order.
+void summarise(ValidationResult& r, const std::vector<SuiteFile>& suites) {
   auto& s = r.summary;
   s.json = nlohmann::json::object();
   std::vector<const ValidationCase*> t2_step;
@@ -221,13 +169,16 @@ void summarise(ValidationResult& r) {
     check(s, "table3_cumulative", worst_pts <= 1.5,
           fmt("Table 3: worst cumulative MFU error %.2f points (target <= 1.5)", worst_pts));
   }
-  for (const auto& w : kWorstRowChecks) {
-    const double worst = w.in_points ? worst_error_points(r, w.suite) : worst_error_pct(r, w.suite);
-    if (worst >= 0) check(s, w.key, worst <= w.bar, fmt(w.label, worst));
-  }
-  for (const auto& m : kMeanErrorChecks) {
-    const double mean = mean_error_pct(r, m.suite);
-    if (mean >= 0) check(s, m.key, mean <= m.bar, fmt(m.label, mean));
+  for (const SuiteFile& suite : suites) {
+    for (const auto& c : suite.checks) {
+      const double v = c.kind == CheckKind::WorstErrorPoints ? worst_error_points(r, suite.id)
+                       : c.kind == CheckKind::WorstErrorPct  ? worst_error_pct(r, suite.id)
+                                                             : mean_error_pct(r, suite.id);
+      if (v < 0) continue;  // the suite did not run
+      std::string detail = c.detail;
+      detail.replace(detail.find("{error}"), 7, fmt("%.2f", v));
+      check(s, c.key, v <= c.bar, detail);
+    }
   }
   bool init_ok = true, any_init = false;
   for (const auto& c : r.cases) {
@@ -247,25 +198,12 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                 const JobRunner& run, const StartupModel& startup,
                                 const std::function<void(const std::string&)>& progress,
                                 const RowScheduler& schedule) {
-  static const char* const kFiles[][2] = {{"table2", "megascale-table2.json"},
-                                          {"table3", "megascale-table3.json"},
-                                          {"weak530b", "megascale-530b-weak.json"},
-                                          {"comm_init", "megascale-comm-init.json"},
-                                          {"korthikanti2022", "korthikanti-2022-530b.json"},
-                                          {"narayanan2021", "narayanan-2021-table1.json"},
-                                          {"korthikanti2022_layer", "korthikanti-2022-layer-22b.json"},
-                                          {"nvidia_dgxc_h100", "nvidia-dgxc-h100.json"},
-                                          {"nvidia_dgxc_h100_fp8", "nvidia-dgxc-h100-fp8.json"},
-                                          {"megatron_bridge_h100_moe", "megatron-bridge-h100-moe.json"},
-                                          {"megatron_bridge_b200_dense", "megatron-bridge-b200-dense.json"},
-                                          {"megatron_bridge_gb200_dense", "megatron-bridge-gb200-dense.json"},
-                                          {"megatron_lm_moe_layer", "megatron-lm-moe-layer.json"},
-                                          {"mosaicml_mpt_h100", "mosaicml-mpt-h100.json"}};
+  const std::vector<SuiteFile> suites = calib_detail::load_suites(validation_dir);
   bool known = suite.empty();
   std::string valid;
-  for (const auto& f : kFiles) {
-    known = known || suite == f[0];
-    valid += (valid.empty() ? "" : ", ") + std::string(f[0]);
+  for (const SuiteFile& f : suites) {
+    known = known || suite == f.id;
+    valid += (valid.empty() ? "" : ", ") + f.id;
   }
   if (!known) throw InputError("--suite", "unknown suite \"" + suite + "\"; valid: " + valid);
   // Every row, in file order. Simulated rows run through the scheduler (possibly in
@@ -278,10 +216,10 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
     std::vector<ValidationCase> startup_cases;  // comm_init rows: computed while reading
   };
   std::vector<Row> rows;
-  for (const auto& f : kFiles) {
-    const std::string name = f[0];
+  for (const SuiteFile& f : suites) {
+    const std::string& name = f.id;
     if (!suite.empty() && suite != name) continue;
-    const auto data = read_suite(std::filesystem::path(validation_dir) / f[1]);
+    const nlohmann::json& data = f.data;
     for (const auto& row : data.at("rows")) {
       Row r{name, row.at("name").get<std::string>(), "", {}, row.at("published"), {}};
       if (name == "comm_init") {
@@ -342,7 +280,7 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                        metric.of(reports[i]), false));
     }
   }
-  summarise(result);
+  summarise(result, suites);
   return result;
 }
 

@@ -238,7 +238,7 @@ TEST(Validate, SystemPresetAndOverrides) {
   j["system"] = {{"preset", "megascale"}, {"tp_overlapp", false}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.tp_overlapp", "did you mean \"tp_overlap\"?");
   j["system"] = {{"preset", "deepspeed"}};
-  EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-core, megatron-lm");
+  EXPECT_INPUT_ERROR(test::parse(j), "system.preset", "unknown system preset \"deepspeed\"; valid: megascale, megatron-core, megatron-deepspeed, megatron-lm, pytorch-fsdp, torchtitan");
   j["system"] = {{"attention_kernel", "flash-v3"}};
   EXPECT_INPUT_ERROR(test::parse(j), "system.attention_kernel", "valid: unfused, flash-v1, flash-v2, cudnn-fused, auto");
   j["system"] = {{"dp_overlap_granularity", "bucket"}};

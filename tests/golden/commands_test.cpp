@@ -248,9 +248,11 @@ TEST(Cli, ValidateNvidiaDgxcH100Fp8SuiteIsFasterThanBf16) {
 TEST(Validate, MetricsInReadingOrderAndUnknownMetricIsAnError) {
   const auto dir = std::filesystem::temp_directory_path() / "megasim-validate-metrics";
   std::filesystem::create_directories(dir);
+  std::ofstream(dir / "suites.json") << nlohmann::json{{"suites", {"megascale-table2.json"}}}.dump();
   const auto write_suite = [&](const nlohmann::json& published) {
     std::ofstream(dir / "megascale-table2.json")
-        << nlohmann::json{{"base", "megascale-175b-12288"},
+        << nlohmann::json{{"suite", "table2"},
+                          {"base", "megascale-175b-12288"},
                           {"rows", {{{"name", "row"}, {"set", nlohmann::json::array()}, {"published", published}}}}}
                .dump();
   };
@@ -279,18 +281,75 @@ TEST(Validate, MetricsInReadingOrderAndUnknownMetricIsAnError) {
   std::filesystem::remove_all(dir);
 }
 
+// A suite carries its own id and bars: a check in the file is applied to its cases, a
+// misspelled key anywhere in a suite is an input error naming its JSON path, and --suite takes
+// the ids the index lists.
+TEST(Validate, SuitesCarryTheirOwnIdsAndBarsAndAreReadStrictly) {
+  const auto dir = std::filesystem::temp_directory_path() / "megasim-validate-bars";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "suites.json") << nlohmann::json{{"suites", {"mine.json"}}}.dump();
+  const auto write_suite = [&](const nlohmann::json& check, const nlohmann::json& row) {
+    std::ofstream(dir / "mine.json") << nlohmann::json{{"suite", "my_suite"},
+                                                       {"base", "b"},
+                                                       {"rows", {row}},
+                                                       {"checks", {check}}}
+                                             .dump();
+  };
+  const nlohmann::json row{{"name", "r"}, {"set", nlohmann::json::array()}, {"published", {{"step_time_s", 2.0}}}};
+  const JobRunner runner = [](const std::string&, const std::vector<std::string>&) {
+    StepReport r;
+    r.step_time_s = 2.2;  // +10%
+    return r;
+  };
+  const StartupModel startup = [](std::int64_t, const std::string&, bool) { return 0.0; };
+  const auto run_it = [&]() { return run_validation(dir.string(), "my_suite", runner, startup, [](const std::string&) {}); };
+  nlohmann::json check{{"key", "my_step"}, {"kind", "worst_error_pct"}, {"bar", 15}, {"detail", "mine: {error}% (bar 15%)"}};
+  write_suite(check, row);
+  auto res = run_it();
+  EXPECT_TRUE(res.summary.json.at("my_step").at("pass").get<bool>());
+  EXPECT_EQ(res.summary.json.at("my_step").at("detail").get<std::string>(), "mine: 10.00% (bar 15%)");
+  check["bar"] = 5;
+  write_suite(check, row);
+  res = run_it();
+  EXPECT_FALSE(res.summary.json.at("my_step").at("pass").get<bool>());
+  EXPECT_FALSE(res.summary.all_pass);
+  auto typo = row;
+  typo["publshed"] = typo["published"];
+  write_suite(check, typo);
+  try {
+    run_it();
+    ADD_FAILURE() << "a misspelled row key was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "mine.json.rows[0].publshed");
+  }
+  check["kind"] = "worst_error";
+  write_suite(check, row);
+  EXPECT_THROW(run_it(), InputError);
+  check["kind"] = "mean_error_pct";
+  write_suite(check, row);
+  try {
+    run_validation(dir.string(), "table2", runner, startup, [](const std::string&) {});
+    ADD_FAILURE() << "a suite the index does not list was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "--suite");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // A "runs_like" suite runs each row as its named twin in another suite: the twin's base and
 // settings, then the suite's and the row's own; a twin that does not exist is an input error.
 TEST(Validate, RunsLikeRowsTakeTheirTwinsSettings) {
   const auto dir = std::filesystem::temp_directory_path() / "megasim-validate-runs-like";
   std::filesystem::create_directories(dir);
+  std::ofstream(dir / "suites.json") << nlohmann::json{{"suites", {"nvidia-dgxc-h100-fp8.json"}}}.dump();
   std::ofstream(dir / "twins.json")
       << nlohmann::json{{"base", "twin-base"},
                         {"rows", {{{"name", "a"}, {"set", {"x=1", "y=2"}}, {"published", {{"mfu", 0.5}}}}}}}
              .dump();
   const auto write_suite = [&](const std::string& like) {
     std::ofstream(dir / "nvidia-dgxc-h100-fp8.json")
-        << nlohmann::json{{"runs_like", "twins.json"},
+        << nlohmann::json{{"suite", "nvidia_dgxc_h100_fp8"},
+                          {"runs_like", "twins.json"},
                           {"set", {"training.precision=fp8"}},
                           {"rows", {{{"name", "a fp8"}, {"like", like}, {"set", {"z=3"}}, {"published", {{"mfu", 0.5}}}}}}}
                .dump();

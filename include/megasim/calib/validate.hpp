@@ -49,8 +49,9 @@ using StartupModel = std::function<double(std::int64_t gpus, const std::string& 
 // Runs fn(k) for k in [0, n), possibly on several threads (e.g. megasim's parallel_for).
 using RowScheduler = std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)>;
 
-// Suites: "table2", "table3", "weak530b", "comm_init", "korthikanti2022", "narayanan2021",
-// "korthikanti2022_layer", "nvidia_dgxc_h100", "nvidia_dgxc_h100_fp8"; empty = all.
+// Suites: the ids of the files `validation_dir`/suites.json lists ("table2", "nvidia_dgxc_h100",
+// ...), each file read strictly (a key validate does not know is an InputError naming it) with
+// its own acceptance bars; empty = all.
 // Simulated rows go through `schedule` (empty: one after the other); `run` must then be safe to
 // call concurrently. `progress` is called once per finished row, never concurrently. The
 // result is the same for any schedule.
