@@ -77,7 +77,6 @@ CapacityReport build_capacity_report(const JobSpec& job, const SimulateFn& simul
   rep.mc_trials = options.mc_trials;
   const std::int64_t lo = options.gpus_min > 0 ? options.gpus_min : std::max<std::int64_t>(1, job.cluster.num_gpus / 4);
   const std::int64_t hi = options.gpus_max > 0 ? options.gpus_max : job.cluster.num_gpus * 4;
-  parse_store_kind(job.system.comm_init_store, "system.comm_init_store");  // fail before the sweep
 
   for (std::int64_t g : capacity_gpu_counts(job, lo, hi, options.max_points)) {
     CapacityPoint p;
@@ -133,8 +132,8 @@ CapacityReport build_capacity_report(const JobSpec& job, const SimulateFn& simul
       "GPU counts are scaled by keeping TP, PP, VPP and CP fixed and adjusting the data-parallel size.",
       "Step results come from megasim's step simulation; stragglers are modelled there "
       "(system.straggler_*), not again in the goodput model.",
-      "Start-up = communicator initialisation (MegaScale §3.5 mechanism: store-based barriers on " +
-          job.system.comm_init_store + (job.system.comm_init_ordered ? ", ordered init" : ", unordered init") + ").",
+      std::string("Start-up = communicator initialisation (MegaScale §3.5 mechanism: store-based barriers on ") +
+          to_string(job.system.comm_init_store) + (job.system.comm_init_ordered ? ", ordered init" : ", unordered init") + ").",
       "Failures arrive as independent Poisson processes per GPU, node, link or job, during running "
       "time only; rates are scaled from the catalog's observation window.",
       "Lost work = time since the last checkpoint that finished its background write.",

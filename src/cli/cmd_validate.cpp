@@ -53,7 +53,7 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
     };
     // MegaScale measured start-up for its 175B plan (TP 8, PP 8) at each GPU count.
     StartupModel startup = [&catalog](std::int64_t gpus, const std::string& store, bool ordered) {
-      return communicator_startup_for_plan_s(gpus, 8, 8, 1, store, ordered, catalog);
+      return communicator_startup_for_plan_s(gpus, 8, 8, 1, parse_comm_init_store(store, "store"), ordered, catalog);
     };
     auto progress = [&ctx](const std::string& line) { ctx.err << "validate: " << line << "\n"; };
     const int jobs = resolve_jobs(args->jobs);

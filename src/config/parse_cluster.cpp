@@ -64,7 +64,7 @@ NetworkSpec parse_network(const nlohmann::json& v, const std::string& path, bool
   n.nic_bandwidth_Bps = nic.value_or(0.0);
   // One NIC per GPU is the DGX/HGX design (and MegaScale's: "eight 200G NICs on the server").
   n.nics_per_node = static_cast<int>(r.int_opt("nics_per_node", 1, 1024).value_or(gpus_per_node));
-  n.split_port = r.bool_opt("split_port").value_or(false);
+  n.split_port = r.bool_opt("split_port").value_or(n.split_port);
   n.switch_radix = static_cast<int>(r.int_req("switch_radix", 2, 65536));
   // A split port carries two NIC links, so the port is twice the NIC rate.
   const auto port = r.bandwidth_opt("switch_port_bandwidth");

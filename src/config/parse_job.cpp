@@ -24,21 +24,24 @@ constexpr std::array<EnumName<Precision>, 3> kPrecisions{{{"bf16", Precision::Bf
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
-constexpr std::array<EnumName<std::string_view>, 5> kAttentionKernels{{{"unfused", "unfused"},
-                                                                      {"flash-v1", "flash-v1"},
-                                                                      {"flash-v2", "flash-v2"},
-                                                                      {"cudnn-fused", "cudnn-fused"},
-                                                                      {"auto", "auto"}}};
-constexpr std::array<EnumName<std::string_view>, 2> kTpOverlapScopes{{{"ffn", "ffn"},
-                                                                     {"all-linears", "all-linears"}}};
-constexpr std::array<EnumName<std::string_view>, 2> kDpOverlapGranularities{{{"chunk", "chunk"},
-                                                                           {"bucket", "bucket"}}};
+// "auto" is Transformer Engine's choice, resolved once the GPU is known (parse_system).
+constexpr std::array<EnumName<std::optional<AttentionKernel>>, 5> kAttentionKernels{
+    {{"unfused", AttentionKernel::Unfused},
+     {"flash-v1", AttentionKernel::FlashV1},
+     {"flash-v2", AttentionKernel::FlashV2},
+     {"cudnn-fused", AttentionKernel::CudnnFused},
+     {"auto", std::nullopt}}};
+constexpr std::array<EnumName<TpOverlapScope>, 2> kTpOverlapScopes{{{"ffn", TpOverlapScope::Ffn},
+                                                                   {"all-linears", TpOverlapScope::AllLinears}}};
+constexpr std::array<EnumName<DpOverlapGranularity>, 2> kDpOverlapGranularities{
+    {{"chunk", DpOverlapGranularity::Chunk}, {"bucket", DpOverlapGranularity::Bucket}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
                                                               {"allgather", MoeDispatcher::AllGather},
                                                               {"flex", MoeDispatcher::Flex}}};
 constexpr std::array<EnumName<FlexBackend>, 2> kFlexBackends{{{"deepep", FlexBackend::DeepEp},
                                                              {"hybridep", FlexBackend::HybridEp}}};
-constexpr std::array<EnumName<std::string_view>, 2> kStores{{{"tcpstore", "tcpstore"}, {"redis", "redis"}}};
+constexpr std::array<EnumName<CommInitStore>, 2> kStores{{{"tcpstore", CommInitStore::TcpStore},
+                                                          {"redis", CommInitStore::Redis}}};
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
 
@@ -72,7 +75,9 @@ RecomputeModules parse_recompute_modules(const nlohmann::json& v, const std::str
 }
 
 // Every SystemSpec member, read from one object (a preset file or the job's overrides).
-void read_system_fields(ObjectReader& r, SystemSpec& s) {
+// `attention_auto` becomes true when the object writes attention_kernel "auto", false when it
+// writes a kernel, and is left alone otherwise.
+void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   auto flag = [&r](std::string_view key, bool& field) {
     if (const auto b = r.bool_opt(key)) field = *b;
   };
@@ -88,7 +93,10 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
   flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
-  if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) s.attention_kernel = *k;
+  if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) {
+    attention_auto = !k->has_value();
+    if (k->has_value()) s.attention_kernel = **k;
+  }
   flag("async_data_preprocessing", s.async_data_preprocessing);
   flag("data_loader_per_node", s.data_loader_per_node);
   flag("gc_stragglers_fixed", s.gc_stragglers_fixed);
@@ -110,11 +118,11 @@ void read_system_fields(ObjectReader& r, SystemSpec& s) {
 // on Hopper and newer and FlashAttention-2 before (configs/systems/megatron-core.json). megasim
 // takes cudnn-fused where the GPU's hardware profile has a cuDNN block (Hopper measured, Blackwell
 // derived from published figures) and flash-v2 elsewhere, so that a GPU without one still runs.
-std::string auto_attention_kernel(const GpuSpec& gpu, const Catalog& catalog) {
+AttentionKernel auto_attention_kernel(const GpuSpec& gpu, const Catalog& catalog) {
   const nlohmann::json hw = catalog.entry("hw", gpu.profile, "cluster.gpu.profile");
   const bool measured = hw.is_object() && hw.contains("attention") && hw["attention"].is_object() &&
                         hw["attention"].contains("cudnn_fused_forward");
-  return measured ? "cudnn-fused" : "flash-v2";
+  return measured ? AttentionKernel::CudnnFused : AttentionKernel::FlashV2;
 }
 
 // A required section, or an error that says what it must hold (one line, with an example).
@@ -200,9 +208,11 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
   return t;
 }
 
-SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog) {
+SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog,
+                        const GpuSpec& gpu) {
   ObjectReader r(v, path);
   SystemSpec s;
+  bool attention_auto = false;
   s.preset = r.string_opt("preset").value_or(s.preset);
   const nlohmann::json preset = catalog.entry("systems", s.preset, r.path_of("preset"));
   {
@@ -212,11 +222,12 @@ SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const 
       throw InputError(pr.path_of("preset"), "names \"" + *self + "\" but the file is \"" + s.preset + "\"");
     }
     pr.allow("name");
-    read_system_fields(pr, s);
+    read_system_fields(pr, s, attention_auto);
     pr.finish();
   }
-  read_system_fields(r, s);
+  read_system_fields(r, s, attention_auto);
   r.finish();
+  if (attention_auto) s.attention_kernel = auto_attention_kernel(gpu, catalog);
   return s;
 }
 
@@ -250,8 +261,7 @@ JobSpec parse_job(const nlohmann::json& config, const Catalog& catalog, const st
   const nlohmann::json* sys = r.raw("system");
   const auto system = resolve_section(sys != nullptr && !sys->is_null() ? *sys : nlohmann::json::object(),
                                       "systems", "system", catalog, base_dir);
-  job.system = parse_system(system.value, "system", catalog);
-  if (job.system.attention_kernel == "auto") job.system.attention_kernel = auto_attention_kernel(job.cluster.gpu, catalog);
+  job.system = parse_system(system.value, "system", catalog, job.cluster.gpu);
   r.finish();
 
   if (plan == WrittenPlan::Replaced) {

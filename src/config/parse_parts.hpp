@@ -46,7 +46,9 @@ ParallelInput parse_parallel(const nlohmann::json& v, const std::string& path);
 TrainingSpec parse_training(const nlohmann::json& v, const std::string& path);
 
 // {"preset": name, ...overrides}; the preset is configs/systems/<name>.json.
-SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog);
+// The preset, then the object's overrides; attention_kernel "auto" resolved for `gpu`.
+SystemSpec parse_system(const nlohmann::json& v, const std::string& path, const Catalog& catalog,
+                        const GpuSpec& gpu);
 
 // Cross-section rules (divisibility, placement) and derived fields (data_parallel_size,
 // sequence_parallel default).

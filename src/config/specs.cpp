@@ -1,6 +1,8 @@
 // Names used in reports and errors; they match the strings accepted in configs (DESIGN.md A2).
 #include "megasim/config/specs.hpp"
 
+#include "megasim/core/error.hpp"
+
 namespace megasim {
 
 const char* to_string(Activation v) {
@@ -89,6 +91,46 @@ const char* to_string(FlexBackend v) {
     case FlexBackend::HybridEp: return "hybridep";
   }
   return "?";
+}
+
+const char* to_string(TpOverlapScope v) {
+  switch (v) {
+    case TpOverlapScope::Ffn: return "ffn";
+    case TpOverlapScope::AllLinears: return "all-linears";
+  }
+  return "?";
+}
+
+const char* to_string(DpOverlapGranularity v) {
+  switch (v) {
+    case DpOverlapGranularity::Chunk: return "chunk";
+    case DpOverlapGranularity::Bucket: return "bucket";
+  }
+  return "?";
+}
+
+const char* to_string(AttentionKernel v) {
+  switch (v) {
+    case AttentionKernel::Unfused: return "unfused";
+    case AttentionKernel::FlashV1: return "flash-v1";
+    case AttentionKernel::FlashV2: return "flash-v2";
+    case AttentionKernel::CudnnFused: return "cudnn-fused";
+  }
+  return "?";
+}
+
+const char* to_string(CommInitStore v) {
+  switch (v) {
+    case CommInitStore::TcpStore: return "tcpstore";
+    case CommInitStore::Redis: return "redis";
+  }
+  return "?";
+}
+
+CommInitStore parse_comm_init_store(const std::string& text, const std::string& path) {
+  if (text == "tcpstore") return CommInitStore::TcpStore;
+  if (text == "redis") return CommInitStore::Redis;
+  throw InputError(path, "must be \"tcpstore\" or \"redis\", got \"" + text + "\"");
 }
 
 }  // namespace megasim

@@ -19,7 +19,7 @@ int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int chunk) {
   // Megatron-Core buckets only model chunk 0 (disable_bucketing=(model_chunk_idx > 0):
   // later chunks' collectives overlap compute anyway); FSDP (ZeRO-3) gathers per unit in
   // every chunk, and gradients reduced every micro-batch go bucket by bucket in every chunk.
-  const bool bucketed_chunk = sys.dp_overlap_granularity == "bucket" &&
+  const bool bucketed_chunk = sys.dp_overlap_granularity == DpOverlapGranularity::Bucket &&
                               ((sys.dp_overlap && chunk == 0) || job.parallel.zero_stage == 3 ||
                                gradients_reduced_every_micro_batch(job));
   if (!bucketed_chunk) return 1;

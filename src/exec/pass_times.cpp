@@ -55,7 +55,7 @@ double beside_gemm_s(const LayerOp& op, const std::vector<double>& op_s) {
 // outlasts the remaining GEMM chunks); the forward reduce-scatters pipelined behind the GEMM that
 // produces them (the last chunk's reduction is exposed); the wgrad input all-gather and the
 // dgrad reduce-scatter in bulk beside the dgrad and wgrad GEMMs (Megatron's async pair).
-bool te_userbuffers(const JobSpec& job) { return job.system.tp_overlap && job.system.tp_overlap_scope == "all-linears"; }
+bool te_userbuffers(const JobSpec& job) { return job.system.tp_overlap && job.system.tp_overlap_scope == TpOverlapScope::AllLinears; }
 
 // Forward and dgrad GEMMs an all-gather at ops[i] feeds: the next run of GEMMs, past any FP8
 // cast/transpose kernels, up to the first wgrad GEMM or non-GEMM op. op_s: each op's pass time.

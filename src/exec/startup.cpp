@@ -7,13 +7,13 @@
 namespace megasim {
 
 double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp,
-                                       const std::string& store, bool ordered,
+                                       CommInitStore store, bool ordered,
                                        const Catalog& catalog) {
   const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
   CommInitInput in;
   in.num_gpus = gpus;
   in.groups = megatron_comm_groups(gpus, tp, pp, cp);
-  in.store = parse_store_kind(store, "system.comm_init_store");
+  in.store = store;
   in.ordered = ordered;
   return model_comm_init(in, rel.comm_init).total_s;
 }

@@ -7,12 +7,6 @@
 
 namespace megasim {
 
-StoreKind parse_store_kind(const std::string& text, const std::string& path) {
-  if (text == "tcpstore") return StoreKind::TcpStore;
-  if (text == "redis") return StoreKind::Redis;
-  throw InputError(path, "must be \"tcpstore\" or \"redis\", got \"" + text + "\"");
-}
-
 std::vector<CommGroupKind> megatron_comm_groups(std::int64_t num_gpus, int tp, int pp, int cp) {
   if (num_gpus <= 0) throw InputError("cluster.num_gpus", "must be > 0");
   if (tp <= 0 || pp <= 0 || cp <= 0) {
@@ -59,7 +53,7 @@ CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants&
   }
   const double n = static_cast<double>(in.num_gpus);
   r.store_ops = static_cast<double>(r.barriers) * n * k.store_ops_per_rank_per_barrier;
-  if (in.store == StoreKind::TcpStore) {
+  if (in.store == CommInitStore::TcpStore) {
     r.store_s = r.store_ops * k.tcpstore_op_s;  // one blocking thread: ops served one by one
   } else {
     r.store_s = r.store_ops / k.redis_ops_per_s;  // concurrent, bounded by request throughput
@@ -75,7 +69,7 @@ CommInitResult model_comm_init(const JobSpec& job, const CommInitConstants& k) {
   in.groups = megatron_comm_groups(job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
                                    job.parallel.pipeline_model_parallel_size,
                                    job.parallel.context_parallel_size);
-  in.store = parse_store_kind(job.system.comm_init_store, "system.comm_init_store");
+  in.store = job.system.comm_init_store;
   in.ordered = job.system.comm_init_ordered;
   return model_comm_init(in, k);
 }

@@ -38,14 +38,6 @@ bool is_communication(OpKind k) {
          k == OpKind::CpExchange || k == OpKind::EpDispatch || k == OpKind::EpCombine;
 }
 
-AttentionKernel parse_attention_kernel(const std::string& name, const std::string& path) {
-  if (name == "unfused") return AttentionKernel::Unfused;
-  if (name == "flash-v1") return AttentionKernel::FlashV1;
-  if (name == "flash-v2") return AttentionKernel::FlashV2;
-  if (name == "cudnn-fused") return AttentionKernel::CudnnFused;
-  throw InputError(path, "must be one of \"unfused\", \"flash-v1\", \"flash-v2\", \"cudnn-fused\"");
-}
-
 const char* to_string(OpKind k) {
   switch (k) {
     case OpKind::Gemm: return "gemm";
@@ -121,14 +113,14 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
   x.vocab_local = padded_vocab_size(m, static_cast<int>(x.t)) / x.t;
   x.e = activation_bytes_per_element(job.training.precision);
   x.main_grad_bytes = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  x.attention_kernel = parse_attention_kernel(job.system.attention_kernel, "system.attention_kernel");
+  x.attention_kernel = job.system.attention_kernel;
   x.sp = job.parallel.sequence_parallel && x.t > 1;
   x.fused = job.system.fused_kernels;
   x.ptb = m.use_parallel_residual;
   x.hidden_dropout = m.hidden_dropout > 0;
   x.attention_dropout = m.attention_dropout > 0;
   x.bias = m.attention_bias;
-  x.attn_overlap = job.system.tp_overlap_scope == "all-linears";
+  x.attn_overlap = job.system.tp_overlap_scope == TpOverlapScope::AllLinears;
   x.rope = m.rope;
   x.fp8 = job.training.precision == Precision::Fp8;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;

@@ -74,7 +74,7 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   // rank computes in full: the down-projections are duplicated).
   double latents = 0;
   if (is_mla(m)) latents = 2.0 * s * b * dd(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
-  const bool flash = job.system.attention_kernel != "unfused";
+  const bool flash = job.system.attention_kernel != AttentionKernel::Unfused;
   if (!flash && !rec.core_attn) {
     // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only
     sharded += (m.attention_dropout > 0 ? 5.0 : 2.0) * a * s * span * b;

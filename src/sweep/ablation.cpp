@@ -48,9 +48,11 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
   // Efficient operators (section 3.3): the attention kernel flips between a fused kernel and
   // Megatron-LM's unfused one, whichever the job does not run.
   f.push_back(flip("fused LayerNorm/GeLU/bias-dropout-add", "system.fused_kernels", s.fused_kernels));
-  const bool fused_attention = s.attention_kernel == "flash-v2" || s.attention_kernel == "cudnn-fused";
+  const bool fused_attention =
+      s.attention_kernel == AttentionKernel::FlashV2 || s.attention_kernel == AttentionKernel::CudnnFused;
   const std::string attention_to = fused_attention ? "unfused" : "flash-v2";
-  f.push_back({"fused attention kernel", {"system.attention_kernel=" + attention_to}, s.attention_kernel, attention_to});
+  f.push_back({"fused attention kernel", {"system.attention_kernel=" + attention_to}, to_string(s.attention_kernel),
+               attention_to});
   // Mixture of Experts: the grouped expert GEMM, the routing the step assumes, and the overlaps
   // of the EP dispatch (Megatron-Core's switches).
   if (is_moe(job.model)) {
@@ -86,8 +88,8 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
                  percent(fraction) + " of hosts " + percent(slowdown) + " slower", "no slow hosts"});
   }
   // Communicator start-up (section 3.5): moves startup_s, not the step.
-  const std::string store_to = s.comm_init_store == "redis" ? "tcpstore" : "redis";
-  f.push_back({"communicator store", {"system.comm_init_store=" + store_to}, s.comm_init_store, store_to});
+  const std::string store_to = s.comm_init_store == CommInitStore::Redis ? "tcpstore" : "redis";
+  f.push_back({"communicator store", {"system.comm_init_store=" + store_to}, to_string(s.comm_init_store), store_to});
   f.push_back(flip("ordered communicator init", "system.comm_init_ordered", s.comm_init_ordered));
   return f;
 }

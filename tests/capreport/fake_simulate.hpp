@@ -24,7 +24,7 @@ inline JobSpec fake_job() {
   j.training.global_batch_size = 768;
   j.training.micro_batch_size = 1;
   j.training.train_tokens = 300e9;
-  j.system.comm_init_store = "redis";
+  j.system.comm_init_store = CommInitStore::Redis;
   j.system.comm_init_ordered = true;
   return j;
 }

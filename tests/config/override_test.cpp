@@ -62,7 +62,7 @@ TEST(Override, SystemPresetSwitchesWholePreset) {
   j = set(j, "system.preset=megascale");
   EXPECT_TRUE(test::parse(j).system.tp_overlap);
   j = set(test::small_job(), "system=megascale");
-  EXPECT_EQ(test::parse(j).system.comm_init_store, "redis");
+  EXPECT_STREQ(to_string(test::parse(j).system.comm_init_store), "redis");
 }
 
 TEST(Override, MalformedAssignments) {

@@ -16,7 +16,7 @@ CommInitConstants catalog_constants() {
       .comm_init;
 }
 
-double init_s(std::int64_t n, StoreKind store, bool ordered) {
+double init_s(std::int64_t n, CommInitStore store, bool ordered) {
   CommInitInput in{n, megatron_comm_groups(n, 8, 8, 1), store, ordered};
   return model_comm_init(in, catalog_constants()).total_s;
 }
@@ -34,24 +34,24 @@ TEST(CommInit, MegatronGroupCountsAt2048) {
 // Textbook, by hand: unordered TCPStore = 1184 x 0.254 s + 1184 barriers x 2 x 2048 ops x 154 us
 // = 300.7 + 746.8 = 1047.6 s (fitted, MegaScale §3.5: 1047 s).
 TEST(CommInit, TcpStoreUnorderedReproduces1047s) {
-  EXPECT_NEAR(init_s(2048, StoreKind::TcpStore, false), 1047.0, 0.1 * 1047.0);
+  EXPECT_NEAR(init_s(2048, CommInitStore::TcpStore, false), 1047.0, 0.1 * 1047.0);
 }
 
 // Redis: 300.7 + 1184 x 4096 / 80,000 ops/s = 300.7 + 60.6 = 361.3 s (MegaScale: 361 s).
 TEST(CommInit, RedisUnorderedReproduces361s) {
-  EXPECT_NEAR(init_s(2048, StoreKind::Redis, false), 361.0, 0.1 * 361.0);
+  EXPECT_NEAR(init_s(2048, CommInitStore::Redis, false), 361.0, 0.1 * 361.0);
 }
 
 // Prediction: ordered + Redis at 2,048 = 7 x 0.254 + 7 x 4096 / 80,000 = 1.78 + 0.36 = 2.14 s.
 TEST(CommInit, OrderedRedisUnder5sAt2048) {
-  const double t = init_s(2048, StoreKind::Redis, true);
+  const double t = init_s(2048, CommInitStore::Redis, true);
   EXPECT_NEAR(t, 2.14, 0.05);
   EXPECT_LT(t, 5.0);
 }
 
 // Prediction: 12,288 GPUs = 7 x 0.254 + 7 x 24,576 / 80,000 = 1.78 + 2.15 = 3.93 s (< 30 s).
 TEST(CommInit, OrderedRedisUnder30sAt12288) {
-  const double t = init_s(12288, StoreKind::Redis, true);
+  const double t = init_s(12288, CommInitStore::Redis, true);
   EXPECT_NEAR(t, 3.93, 0.05);
   EXPECT_LT(t, 30.0);
 }
@@ -59,7 +59,7 @@ TEST(CommInit, OrderedRedisUnder30sAt12288) {
 TEST(CommInit, UnorderedIsQuadraticOrderedLinearInStoreOps) {
   const auto k = catalog_constants();
   auto ops = [&](std::int64_t n, bool ordered) {
-    return model_comm_init({n, megatron_comm_groups(n, 8, 8, 1), StoreKind::Redis, ordered}, k).store_ops;
+    return model_comm_init({n, megatron_comm_groups(n, 8, 8, 1), CommInitStore::Redis, ordered}, k).store_ops;
   };
   // O(n^2) up to the DP groups, whose count TP*PP does not grow: 2 x 2240/1184 = 3.78.
   EXPECT_NEAR(ops(4096, false) / ops(2048, false), 3.78, 0.01);
@@ -67,7 +67,7 @@ TEST(CommInit, UnorderedIsQuadraticOrderedLinearInStoreOps) {
 }
 
 TEST(CommInit, MonotoneInGpuCount) {
-  for (StoreKind s : {StoreKind::TcpStore, StoreKind::Redis}) {
+  for (CommInitStore s : {CommInitStore::TcpStore, CommInitStore::Redis}) {
     for (bool ordered : {false, true}) {
       double prev = 0;
       for (std::int64_t n = 64; n <= 65536; n *= 2) {
@@ -80,9 +80,9 @@ TEST(CommInit, MonotoneInGpuCount) {
 }
 
 TEST(CommInit, EachOptimisationHelps) {
-  EXPECT_LT(init_s(2048, StoreKind::Redis, false), init_s(2048, StoreKind::TcpStore, false));
-  EXPECT_LT(init_s(2048, StoreKind::TcpStore, true), init_s(2048, StoreKind::TcpStore, false));
-  EXPECT_LT(init_s(2048, StoreKind::Redis, true), init_s(2048, StoreKind::TcpStore, true));
+  EXPECT_LT(init_s(2048, CommInitStore::Redis, false), init_s(2048, CommInitStore::TcpStore, false));
+  EXPECT_LT(init_s(2048, CommInitStore::TcpStore, true), init_s(2048, CommInitStore::TcpStore, false));
+  EXPECT_LT(init_s(2048, CommInitStore::Redis, true), init_s(2048, CommInitStore::TcpStore, true));
 }
 
 TEST(CommInit, ContextParallelAddsGroups) {
@@ -94,21 +94,19 @@ TEST(CommInit, FromJobSpecFollowsSystemSwitches) {
   job.cluster.num_gpus = 2048;
   job.parallel.tensor_model_parallel_size = 8;
   job.parallel.pipeline_model_parallel_size = 8;
-  job.system.comm_init_store = "tcpstore";
+  job.system.comm_init_store = CommInitStore::TcpStore;
   job.system.comm_init_ordered = false;
   EXPECT_NEAR(model_comm_init(job, catalog_constants()).total_s, 1047.0, 0.1 * 1047.0);
-  job.system.comm_init_store = "redis";
+  job.system.comm_init_store = CommInitStore::Redis;
   job.system.comm_init_ordered = true;
   EXPECT_LT(model_comm_init(job, catalog_constants()).total_s, 5.0);
-  job.system.comm_init_store = "zookeeper";
-  EXPECT_THROW(model_comm_init(job, catalog_constants()), InputError);
 }
 
 TEST(CommInit, BadInputs) {
   EXPECT_THROW(megatron_comm_groups(100, 8, 8, 1), InputError);
   EXPECT_THROW(megatron_comm_groups(0, 8, 8, 1), InputError);
-  EXPECT_THROW(parse_store_kind("etcd", "system.comm_init_store"), InputError);
-  EXPECT_EQ(parse_store_kind("redis", "x"), StoreKind::Redis);
+  EXPECT_THROW(parse_comm_init_store("etcd", "system.comm_init_store"), InputError);
+  EXPECT_EQ(parse_comm_init_store("redis", "x"), CommInitStore::Redis);
 }
 
 }  // namespace

@@ -228,7 +228,6 @@ TEST(Attention, CudnnFusedNeedsItsBlock) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.path(), "hw.ampere.attention.cudnn_fused_forward");
   }
-  EXPECT_EQ(parse_attention_kernel("cudnn-fused", "x"), AttentionKernel::CudnnFused);
 }
 
 TEST(Attention, UnfusedMatchesH200Measurement) {
@@ -290,7 +289,7 @@ TEST(Layer, ComputeTimesSane) {
   EXPECT_NEAR(ops_time_s(hw, gpu, layer_recompute_ops(j)), ops_time_s(hw, gpu, layer_forward_ops(j)), 1e-12);
   // The attention op carries the job's kernel: unfused attention is slower than FlashAttention-2.
   const double flash = time_of(layer_forward_ops(j), OpKind::Attention);
-  j.system.attention_kernel = "unfused";
+  j.system.attention_kernel = AttentionKernel::Unfused;
   EXPECT_GT(time_of(layer_forward_ops(j), OpKind::Attention), flash);
 }
 

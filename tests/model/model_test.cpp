@@ -99,9 +99,9 @@ TEST(LayerOps, TpOverlapScopeSelectsTheLinears) {
   for (const bool ptb : {false, true}) {
     JobSpec j = gpt175b_megascale();
     j.model.use_parallel_residual = ptb;
-    for (const char* scope : {"ffn", "all-linears"}) {
+    for (const TpOverlapScope scope : {TpOverlapScope::Ffn, TpOverlapScope::AllLinears}) {
       j.system.tp_overlap_scope = scope;
-      const bool all = std::string(scope) == "all-linears";
+      const bool all = scope == TpOverlapScope::AllLinears;
       for (const auto& ops : {layer_forward_ops(j), layer_backward_ops(j)}) {
         for (const auto& op : ops) {
           const bool linear = op.kind == OpKind::Gemm || is_communication(op.kind);
@@ -109,7 +109,7 @@ TEST(LayerOps, TpOverlapScopeSelectsTheLinears) {
                            op.name.find("mlp") != std::string::npos;
           // With PTB the block's one all-gather and reduce-scatter feed FC1 / leave FC2.
           const bool shared = ptb && is_communication(op.kind);
-          EXPECT_EQ(op.tp_overlap_path, linear && (all || ffn || shared)) << scope << " " << op.name;
+          EXPECT_EQ(op.tp_overlap_path, linear && (all || ffn || shared)) << to_string(scope) << " " << op.name;
         }
       }
     }
@@ -283,7 +283,7 @@ TEST(Memory, KorthikantiActivations) {
   // Flash + SP: 34*s*b*h/t = 34*2048*12288/8 = 106,954,752 bytes.
   EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 106954752.0);
   // Unfused, no SP, t=8: s*b*h*(10 + 24/8 + 5*a*s/(h*8)) = 25,165,824 * (13 + 13.333) bytes.
-  j.system.attention_kernel = "unfused";
+  j.system.attention_kernel = AttentionKernel::Unfused;
   j.parallel.sequence_parallel = false;
   EXPECT_NEAR(layer_activation_bytes(j), 25165824.0 * (13.0 + 5.0 * 128 * 2048 / (12288.0 * 8)), 1.0);
   j.training.recompute = Recompute::Full;
@@ -296,7 +296,7 @@ TEST(Memory, NoDropoutKeepsNoMasks) {
   JobSpec j = gpt175b_megascale();
   j.model.hidden_dropout = 0;
   EXPECT_DOUBLE_EQ(layer_activation_bytes(j), 32.0 * 2048 * 12288 / 8);
-  j.system.attention_kernel = "unfused";
+  j.system.attention_kernel = AttentionKernel::Unfused;
   j.parallel.sequence_parallel = false;
   j.model.attention_dropout = 0;
   // s*b*h*(8 + 24/8 + 2*a*s/(h*8)): masks gone, probabilities saved once.
@@ -356,13 +356,13 @@ TEST(Memory, Megatron530BWithUnfusedAttentionNeedsSelectiveRecompute) {
   j.parallel.pipeline_model_parallel_size = 35; j.parallel.virtual_pipeline_model_parallel_size = 3;
   j.parallel.data_parallel_size = 8; j.parallel.zero_stage = 2;
   j.training.global_batch_size = 2240;
-  j.system.attention_kernel = "unfused";
+  j.system.attention_kernel = AttentionKernel::Unfused;
   const double gpu_bytes = 80.0 * 1024 * 1024 * 1024;
   EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), gpu_bytes);
   j.training.recompute = Recompute::Selective;
   EXPECT_LT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), 0.5 * gpu_bytes);
   j.training.recompute = Recompute::None;
-  j.system.attention_kernel = "flash-v2";
+  j.system.attention_kernel = AttentionKernel::FlashV2;
   EXPECT_LT(memory_per_gpu(j, 0, BufferSizes{}).total_bytes(), 0.5 * gpu_bytes);
 }
 

@@ -13,7 +13,7 @@ inline JobSpec gpt175b_megascale() {
   j.parallel.tensor_model_parallel_size = 8; j.parallel.pipeline_model_parallel_size = 8;
   j.parallel.sequence_parallel = true; j.parallel.data_parallel_size = 4;
   j.training.seq_length = 2048; j.training.global_batch_size = 768; j.training.micro_batch_size = 1;
-  j.system.attention_kernel = "flash-v2";
+  j.system.attention_kernel = AttentionKernel::FlashV2;
   j.cluster.gpu.name = "h200"; j.cluster.gpu.peak_bf16_flops = 989.4e12;
   j.cluster.gpu.memory_bandwidth_Bps = 4.8e12; j.cluster.gpu.memory_bytes = 141e9;
   return j;

@@ -17,6 +17,12 @@ enum class Optimizer { Adam, Lamb };
 // How an MoE layer moves tokens to their experts (Megatron-Core moe_token_dispatcher_type).
 enum class MoeDispatcher { AllToAll, AllGather, Flex };
 enum class FlexBackend { DeepEp, HybridEp };  // moe_flex_dispatcher_backend
+// The system switches that name one of a few choices, parsed once into enums (their config
+// spellings are to_string's: "ffn", "all-linears", "chunk", "bucket", ...).
+enum class TpOverlapScope { Ffn, AllLinears };                        // tp_overlap_scope
+enum class DpOverlapGranularity { Chunk, Bucket };                    // dp_overlap_granularity
+enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };  // attention_kernel
+enum class CommInitStore { TcpStore, Redis };                         // comm_init_store
 
 // Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
 struct MoeSpec {
@@ -103,7 +109,7 @@ struct NetworkSpec {
   double switch_port_bandwidth_Bps = 0;
   double oversubscription = 1.0;       // down:up bandwidth ratio at the leaf (>= 1)
   int servers_per_tor = 0;             // servers under one ToR set (rail group)
-  bool split_port = true;              // each switch port split into two NIC links (2x200G of a 400G port)
+  bool split_port = false;             // each switch port split into two NIC links (2x200G of a 400G port)
   Routing routing = Routing::Ecmp;
   std::uint64_t ecmp_seed = 1;
   int queue_pairs_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION
@@ -201,7 +207,7 @@ struct SystemSpec {
   int tp_overlap_chunks = 4;
   // Which linears TP overlap covers: "ffn" (MegaScale fuses AG/RS into the FFN's linears only)
   // or "all-linears" (Transformer Engine's userbuffers overlap QKV, projection, FC1 and FC2).
-  std::string tp_overlap_scope = "ffn";
+  TpOverlapScope tp_overlap_scope = TpOverlapScope::Ffn;
   // Megatron-LM's backward of a column-parallel linear: the dgrad all-reduce (with SP: the
   // input all-gather and the dgrad reduce-scatter) runs asynchronously beside the linear's
   // other backward GEMM (Megatron-LM's async_tensor_model_parallel_allreduce; see the presets).
@@ -214,7 +220,7 @@ struct SystemSpec {
   // max(grad_bucket_elements, 1M x DP x CP) elements, model chunk 0 only, reduce as the
   // backward produces them and gather as the forward reaches them; with ZeRO-3, before every
   // pass, as FSDP units).
-  std::string dp_overlap_granularity = "chunk";
+  DpOverlapGranularity dp_overlap_granularity = DpOverlapGranularity::Chunk;
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
   // ZeRO-2/3 only: reduce-scatter every micro-batch's gradients as its backward produces them
   // and keep only this rank's shard (DeepSpeed ZeRO-2, FSDP without no_sync): m reductions per
@@ -223,14 +229,14 @@ struct SystemSpec {
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
-  std::string attention_kernel = "flash-v1";
+  AttentionKernel attention_kernel = AttentionKernel::FlashV1;
   bool async_data_preprocessing = false;
   bool data_loader_per_node = false;  // one loader per node instead of one per GPU
   bool gc_stragglers_fixed = false;   // "problematic code" removed (GC-induced launch skew)
   // What-if overrides of the cluster's straggler population (e.g. 0 after straggler hunting).
   std::optional<double> straggler_host_fraction;
   std::optional<double> straggler_slowdown;
-  std::string comm_init_store = "tcpstore";   // "tcpstore" | "redis"
+  CommInitStore comm_init_store = CommInitStore::TcpStore;  // "tcpstore" | "redis"
   bool comm_init_ordered = false;             // O(n) instead of O(n^2) global barriers
   bool grad_reduce_in_fp32 = true;            // Megatron forces fp32 grad reduce for bf16
   // FP8 training with TP overlap: the forward reduce-scatters of the row-parallel linears
@@ -266,6 +272,12 @@ const char* to_string(Routing v);
 const char* to_string(PlacementOrder v);
 const char* to_string(MoeDispatcher v);
 const char* to_string(FlexBackend v);
+const char* to_string(TpOverlapScope v);
+const char* to_string(DpOverlapGranularity v);
+const char* to_string(AttentionKernel v);
+const char* to_string(CommInitStore v);
+// The store a config names ("tcpstore", "redis"); InputError(path, ...) otherwise.
+CommInitStore parse_comm_init_store(const std::string& text, const std::string& path);
 
 // Micro-batches each pipeline runs per step: global batch / (micro-batch size x DP); at least
 // 1 (and no division by zero) for a JobSpec built in code before validation.

@@ -10,7 +10,7 @@ class Catalog;
 double communicator_startup_s(const JobSpec& job, const Catalog& catalog);
 // Same for a bare GPU count with MegaScale's 175B plan (TP 8, PP 8), as the paper measured.
 double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp,
-                                       const std::string& store, bool ordered,
+                                       CommInitStore store, bool ordered,
                                        const Catalog& catalog);
 
 }  // namespace megasim

@@ -16,14 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "megasim/config/specs.hpp"
+
 namespace megasim {
 
 struct JobSpec;
-
-enum class StoreKind { TcpStore, Redis };
-
-// Parses "tcpstore" | "redis"; throws InputError(path, ...) otherwise.
-StoreKind parse_store_kind(const std::string& text, const std::string& path);
 
 // A kind of process group: `count` disjoint groups of `size` ranks each.
 struct CommGroupKind {
@@ -43,7 +40,7 @@ struct CommInitConstants {
 struct CommInitInput {
   std::int64_t num_gpus = 0;
   std::vector<CommGroupKind> groups;
-  StoreKind store = StoreKind::TcpStore;
+  CommInitStore store = CommInitStore::TcpStore;
   bool ordered = false;
 };
 

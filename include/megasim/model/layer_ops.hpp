@@ -25,10 +25,8 @@ enum class OpKind {
 bool is_communication(OpKind k);
 const char* to_string(OpKind k);
 
-// The attention kernel a layer runs (system.attention_kernel, parsed once by the op builders).
-enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };
-// "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused"; InputError(json_path) otherwise.
-AttentionKernel parse_attention_kernel(const std::string& name, const std::string& json_path);
+// The attention kernel a layer runs: AttentionKernel (megasim/config/specs.hpp), the job's
+// system.attention_kernel.
 
 struct AttentionShape {
   std::int64_t batch = 0;
