@@ -18,8 +18,8 @@ Timing: CUDA events around the stack's forward and backward, median of REPS step
 warm-ups, divided by LAYERS. Writes JSON to --out.
     python3 tools/measure/eager_autocast_layer_h200.py --out bench/data/h200-eager-autocast-layer.json
 
-STATUS: not yet run. Written 2026-12-06; no device machine could be started that day (six
-attempts). Run it on the lent H200 and store the output as bench/data/h200-eager-autocast-layer.json.
+STATUS: run once, on an H100 80GB HBM3 (the lent machine, torch 2.11 / CUDA 13.0), stored as
+bench/data/h100-eager-autocast-layer.json. Not yet run on an H200.
 """
 import statistics
 

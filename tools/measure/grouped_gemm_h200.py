@@ -4,8 +4,10 @@ megasim's Mixture-of-Experts layers (issue 26 item 3): the data a grouped-GEMM m
 
 STATUS: run once, on an H100 80GB HBM3 (the lent machine; torch 2.11 / CUDA 13.0, no Transformer
 Engine or grouped_gemm package, torch._grouped_mm = CUTLASS sm90 grouped kernel), stored as
-bench/data/h100-grouped-gemm.json (5,160 rows, 159 s). Not yet run on an H200: run it there and
-store the output as bench/data/h200-grouped-gemm.json:
+bench/data/h100-grouped-gemm.json (5,160 rows, 159 s); run again on another lent H100 on 2026-12-06
+(bench/data/h100-grouped-gemm-run2.json: every row within -4.3%..+4.5% of the first at p10-p90,
+median ratio 1.002). Not yet run on an H200: run it there and store the output as
+bench/data/h200-grouped-gemm.json:
   cd tools/measure && python3 grouped_gemm_h200.py --out $OUT/h200-grouped-gemm.json --deadline-s 380
 
 Shapes: the routed experts of DeepSeek-V3 (hidden 7168, moe_ffn 2048), Mixtral 8x7B (4096, 14336),

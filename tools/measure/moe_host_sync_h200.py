@@ -24,8 +24,8 @@ Timing: wall-clock per step (torch.cuda.synchronize() before and after the stack
 REPS after WARM warm-ups, divided by LAYERS. Writes JSON to --out.
     python3 tools/measure/moe_host_sync_h200.py --out bench/data/h200-moe-host-sync.json
 
-STATUS: not yet run. Written 2026-12-06; no device machine could be started that day (six
-attempts). Run it on the lent H200 and store the output as bench/data/h200-moe-host-sync.json.
+STATUS: run once, on an H100 80GB HBM3 (the lent machine, torch 2.11 / CUDA 13.0), stored as
+bench/data/h100-moe-host-sync.json. Not yet run on an H200.
 """
 import statistics
 import time
