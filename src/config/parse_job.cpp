@@ -93,6 +93,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
   flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
+  flag("autocast_fp32_weights", s.autocast_fp32_weights);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) {
     attention_auto = !k->has_value();
     if (k->has_value()) s.attention_kernel = **k;

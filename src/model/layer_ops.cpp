@@ -291,7 +291,9 @@ using namespace model_detail;
 
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job) { return layer_forward_ops(job, LayerKind{}); }
 
-std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind) {
+namespace {
+
+std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind) {
   const Dims x = dims(job, kind);
   std::vector<LayerOp> ops;
   ops.reserve(20);
@@ -336,6 +338,8 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind
   ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
   return ops;
 }
+
+}  // namespace
 
 namespace model_detail {
 
@@ -418,9 +422,9 @@ void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag,
 
 }  // namespace model_detail
 
-std::vector<LayerOp> layer_backward_ops(const JobSpec& job) { return layer_backward_ops(job, LayerKind{}); }
+namespace {
 
-std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind) {
+std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind) {
   const Dims x = dims(job, kind);
   std::vector<LayerOp> ops;
   ops.reserve(28);
@@ -468,6 +472,22 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kin
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
+  return ops;
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind) {
+  std::vector<LayerOp> ops = forward_kernels(job, kind);
+  if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), false);
+  return ops;
+}
+
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job) { return layer_backward_ops(job, LayerKind{}); }
+
+std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind) {
+  std::vector<LayerOp> ops = backward_kernels(job, kind);
+  if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), true);
   return ops;
 }
 

@@ -39,6 +39,10 @@ LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, 
 LayerOp mem(std::string name, OpKind kind, double bytes, int kernels);
 LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap);
 
+// The FP32-weight casts torch.autocast adds to a layer's forward or backward op list
+// (system.autocast_fp32_weights; autocast_ops.cpp), from the linears and norms already in it.
+void add_autocast_casts(std::vector<LayerOp>& ops, const Dims& x, bool backward);
+
 LayerOp act_fwd(const Dims& x);  // over x.tokens x x.f_local (x.fc1_local in)
 LayerOp act_bwd(const Dims& x);
 // TP all-gather of the SP shard / reduce-scatter (all-reduce without SP) of T x h elements.

@@ -7,6 +7,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
 #include "megasim/model/params.hpp"
 #include "exec/optimizer_step.hpp"
@@ -87,6 +88,52 @@ TEST(StepCosts, OverlapShrinksExposedTpTime) {
   // The fused collectives run once per chunk on smaller messages: more time in total, most of
   // it hidden.
   EXPECT_GT(on.chunks[1][1].fwd_tp_comm_s, off.chunks[1][1].fwd_tp_comm_s);
+}
+
+// FP32 weights under torch.autocast (system.autocast_fp32_weights): the casts it adds, by hand,
+// and the block time they cost against the lent H100's measurement
+// (bench/data/h100-eager-autocast-layer.json: an MPT block, BF16 weights vs FP32 under autocast).
+TEST(StepCosts, AutocastFp32WeightsAddsTheMeasuredCasts) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  auto mpt = [&](const char* model, int mbs, bool autocast) {
+    return load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/llama-3.1-70b-1024-h100.json",
+                    {std::string("model=") + model, "cluster=dgx-h100-ndr-clos", "cluster.num_gpus=8",
+                     "system.preset=pytorch-fsdp", "parallel.zero_stage=3", "parallel.tensor_model_parallel_size=1",
+                     "parallel.pipeline_model_parallel_size=1", "parallel.virtual_pipeline_model_parallel_size=1",
+                     "parallel.context_parallel_size=1", "parallel.sequence_parallel=false",
+                     "training.seq_length=2048", "training.micro_batch_size=" + std::to_string(mbs),
+                     "training.global_batch_size=" + std::to_string(8 * mbs), "training.recompute=none",
+                     std::string("system.autocast_fp32_weights=") + (autocast ? "true" : "false")},
+                    catalog);
+  };
+  // Textbook, MPT-13B (h 5120, 12 h^2 = 314,572,800 weights, two LayerNorms, 2 x 2,048 tokens):
+  // forward 6 B per weight + 16 B per element of each norm's input; backward 6 + 18.
+  const JobSpec on = mpt("mpt-13b", 2, true);
+  double fwd_bytes = 0, bwd_bytes = 0;
+  for (const auto& op : layer_forward_ops(on))
+    if (op.name.rfind("autocast_", 0) == 0) fwd_bytes += op.bytes;
+  for (const auto& op : layer_backward_ops(on))
+    if (op.name.rfind("autocast_", 0) == 0) bwd_bytes += op.bytes;
+  const double weights = 12.0 * 5120 * 5120, elems = 4096.0 * 5120;
+  EXPECT_DOUBLE_EQ(fwd_bytes, 6 * weights + 16 * elems * 2);
+  EXPECT_DOUBLE_EQ(bwd_bytes, 6 * weights + 18 * elems * 2);
+  EXPECT_TRUE(layer_forward_ops(mpt("mpt-13b", 2, false)).size() + 2 == layer_forward_ops(on).size());
+  // Against the measured block overheads (ms): the forward within 10%, the backward at least
+  // 60% of it (the measurement's backward excess is not all explained by the casts).
+  struct Row { const char* model; int mbs; double fwd_ms, bwd_ms; };
+  SimulateOptions o;
+  o.engine = EngineKind::Analytic;
+  for (const Row& r : {Row{"mpt-13b", 2, 5.0726 - 4.0965, 9.7547 - 8.2252}, Row{"mpt-1b", 14, 6.1874 - 5.3189, 12.2185 - 11.0135},
+                       Row{"mpt-760m", 24, 6.5846 - 5.6138, 13.2855 - 12.0430}}) {
+    const StepReport a = simulate_step(mpt(r.model, r.mbs, true), catalog, o);
+    const StepReport b = simulate_step(mpt(r.model, r.mbs, false), catalog, o);
+    const double fwd_ms = 1e3 * (a.layer_time.forward_s - b.layer_time.forward_s);
+    const double bwd_ms = 1e3 * (a.layer_time.backward_s - b.layer_time.backward_s);
+    EXPECT_NEAR(fwd_ms / r.fwd_ms, 1.0, 0.1) << r.model;
+    EXPECT_GT(bwd_ms / r.bwd_ms, 0.6) << r.model;
+    EXPECT_LT(bwd_ms / r.bwd_ms, 1.05) << r.model;
+    EXPECT_GT(a.step_time_s, b.step_time_s) << r.model;
+  }
 }
 
 // Extending TP overlap from the FFN linears to every linear (Transformer Engine) hides more of

@@ -227,6 +227,11 @@ struct SystemSpec {
   // step instead of one, sharded gradient memory.
   bool dp_reduce_every_micro_batch = false;
   bool fused_kernels = false;         // fused LayerNorm / GeLU / bias-dropout-add
+  // The parameters stay FP32 and torch.autocast casts each weight to BF16 at every use, runs
+  // the norms in FP32 and casts the weight gradients back (DDP or single-GPU PyTorch under
+  // autocast; FSDP with an FP32 param_dtype). Off in every preset: Megatron and FSDP with a
+  // BF16 param_dtype hold BF16 weights.
+  bool autocast_fp32_weights = false;
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
   AttentionKernel attention_kernel = AttentionKernel::FlashV1;
