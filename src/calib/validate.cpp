@@ -26,10 +26,10 @@ using calib_detail::SuiteFile;
 // A suite that reruns another suite's rows with a few settings changed (the FP8 twins of the
 // DGXC BF16 runs) names that suite in "runs_like" and each row names its twin in "like": the
 // row runs on the twin's base with the twin's settings, then the suite's and its own "set".
-// Returns the row's settings; `base` gets the twin suite's base.
-std::vector<std::string> like_settings(const nlohmann::json& suite, const nlohmann::json& row,
-                                       const std::filesystem::path& dir, std::string& base) {
-  const auto twin = calib_detail::read_json_file(dir / suite.at("runs_like").get<std::string>());
+// `twin` is the "runs_like" file, read once per suite. Returns the row's settings; `base` gets
+// the twin suite's base.
+std::vector<std::string> like_settings(const nlohmann::json& suite, const nlohmann::json& twin,
+                                       const nlohmann::json& row, std::string& base) {
   const std::string like = row.at("like").get<std::string>();
   for (const auto& t : twin.at("rows")) {
     if (t.at("name").get<std::string>() != like) continue;
@@ -220,6 +220,10 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
     const std::string& name = f.id;
     if (!suite.empty() && suite != name) continue;
     const nlohmann::json& data = f.data;
+    const nlohmann::json twin = data.contains("runs_like")
+                                    ? calib_detail::read_json_file(std::filesystem::path(validation_dir) /
+                                                                   data.at("runs_like").get<std::string>())
+                                    : nlohmann::json();
     for (const auto& row : data.at("rows")) {
       Row r{name, row.at("name").get<std::string>(), "", {}, row.at("published"), {}};
       if (name == "comm_init") {
@@ -231,7 +235,7 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                               value.get<double>(), t, upper));
         }
       } else if (data.contains("runs_like")) {
-        r.sets = like_settings(data, row, validation_dir, r.base);
+        r.sets = like_settings(data, twin, row, r.base);
       } else {
         r.base = data.at("base").get<std::string>();
         r.sets = row.at("set").get<std::vector<std::string>>();
