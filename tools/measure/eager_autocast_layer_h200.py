@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from gemm_attention_h200 import device_info, start_measurement, write_measurement
+from layer_fwd_bwd_h200 import Stack, time_stack_fwd_bwd
 
 DEV = "cuda"
 LAYERS, WARM, REPS = 4, 3, 10
@@ -56,27 +57,6 @@ class Block(torch.nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
-def time_stack(stack, x, dy, autocast):
-    fwd, bwd = [], []
-    for i in range(WARM + REPS):
-        for m in stack:
-            m.zero_grad(set_to_none=True)
-        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        e0.record()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-            y = x
-            for m in stack:
-                y = m(y)
-        e1.record()
-        y.backward(dy)
-        e2.record()
-        torch.cuda.synchronize()
-        if i >= WARM:
-            fwd.append(e0.elapsed_time(e1) / 1e3 / len(stack))
-            bwd.append(e1.elapsed_time(e2) / 1e3 / len(stack))
-    return statistics.median(fwd), statistics.median(bwd)
-
-
 def main():
     out, t0 = start_measurement()
     torch.manual_seed(0)
@@ -85,18 +65,21 @@ def main():
         h, heads, b, s = sh["h"], sh["heads"], sh["batch"], sh["seq"]
         for variant in ("bf16", "autocast", "compile"):
             dtype = torch.float32 if variant == "autocast" else torch.bfloat16
-            stack = [Block(h, heads, dtype) for _ in range(LAYERS)]
-            run = [torch.compile(m) for m in stack] if variant == "compile" else stack
+            blocks = [Block(h, heads, dtype) for _ in range(LAYERS)]
+            if variant == "compile":
+                blocks = [torch.compile(m) for m in blocks]
+            stack = Stack(blocks, autocast=variant == "autocast")
             x = torch.randn(b, s, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
             dy = torch.randn_like(x)
             try:
-                f, bw = time_stack(run, x, dy, variant == "autocast")
-                row = {"shape": name, **sh, "variant": variant, "forward_s": f, "backward_s": bw}
+                f, bw = time_stack_fwd_bwd(stack, x, dy, LAYERS, WARM, REPS)
+                row = {"shape": name, **sh, "variant": variant, "forward_s": statistics.median(f),
+                       "backward_s": statistics.median(bw)}
             except Exception as e:  # noqa: BLE001 - record what failed and go on
                 row = {"shape": name, **sh, "variant": variant, "error": repr(e)[:300]}
             res["rows"].append(row)
             print(row, flush=True)
-            del stack, run
+            del blocks, stack
             torch.cuda.empty_cache()
     write_measurement(res, out, t0)
 

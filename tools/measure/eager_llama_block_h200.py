@@ -25,7 +25,8 @@ import statistics
 import torch
 import torch.nn.functional as F
 
-from gemm_attention_h200 import device_info, start_measurement, write_measurement
+from gemm_attention_h200 import count_cuda_kernels, device_info, start_measurement, write_measurement
+from layer_fwd_bwd_h200 import Stack, time_stack_fwd_bwd
 
 DEV, DT = "cuda", torch.bfloat16
 H, HEADS, KV, D, FFN = 4096, 32, 8, 128, 14336
@@ -77,37 +78,11 @@ def freqs_cis():
     return torch.polar(torch.ones_like(ang), ang).view(1, SEQ, 1, D // 2)
 
 
-def time_stack(stack, x, dy, freqs):
-    fwd, bwd = [], []
-    for i in range(WARM + REPS):
-        for m in stack:
-            m.zero_grad(set_to_none=True)
-        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        e0.record()
-        y = x
-        for m in stack:
-            y = m(y, freqs)
-        e1.record()
-        y.backward(dy)
-        e2.record()
-        torch.cuda.synchronize()
-        if i >= WARM:
-            fwd.append(e0.elapsed_time(e1) / 1e3 / len(stack))
-            bwd.append(e1.elapsed_time(e2) / 1e3 / len(stack))
-    return statistics.median(fwd), statistics.median(bwd)
-
-
 def count_kernels(block, x, dy, freqs):
-    from torch.profiler import ProfilerActivity, profile
-    out = {}
-    for name, bwd in (("forward", False), ("forward_backward", True)):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            y = block(x, freqs)
-            if bwd:
-                y.backward(dy)
-            torch.cuda.synchronize()
-        out[name] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        block.zero_grad(set_to_none=True)
+    """CUDA kernels one block launches forward and forward+backward."""
+    out = {"forward": count_cuda_kernels(lambda: block(x, freqs)),
+           "forward_backward": count_cuda_kernels(lambda: block(x, freqs).backward(dy))}
+    block.zero_grad(set_to_none=True)
     return out
 
 
@@ -121,18 +96,20 @@ def main():
     x = torch.randn(BATCH, SEQ, H, device=DEV, dtype=DT, requires_grad=True)
     dy = torch.randn_like(x)
     for variant in ("eager", "fused", "compile"):
-        stack = [Block(fused_norm=variant == "fused") for _ in range(LAYERS)]
-        run = [torch.compile(m) for m in stack] if variant == "compile" else stack
+        blocks = [Block(fused_norm=variant == "fused") for _ in range(LAYERS)]
+        eager_block = blocks[0]
+        if variant == "compile":
+            blocks = [torch.compile(m) for m in blocks]
         try:
-            f, b = time_stack(run, x, dy, freqs)
-            row = {"variant": variant, "forward_s": f, "backward_s": b}
+            f, b = time_stack_fwd_bwd(Stack(blocks, args=(freqs,)), x, dy, LAYERS, WARM, REPS)
+            row = {"variant": variant, "forward_s": statistics.median(f), "backward_s": statistics.median(b)}
             if variant != "compile":
-                row["kernels"] = count_kernels(stack[0], x, dy, freqs)
+                row["kernels"] = count_kernels(eager_block, x, dy, freqs)
         except Exception as e:  # noqa: BLE001 - record what failed and go on
             row = {"variant": variant, "error": repr(e)[:300]}
         res["rows"].append(row)
         print(row, flush=True)
-        del stack, run
+        del blocks, eager_block
         torch.cuda.empty_cache()
     write_measurement(res, out, t0)
 

@@ -193,6 +193,15 @@ def launch_rows():
     return {"tiny_kernel_in_cuda_graph_s": graph, "tiny_kernel_eager_back_to_back_s": eag}
 
 
+def count_cuda_kernels(fn):
+    """CUDA kernels (and memcpys) that fn() launches, counted with torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
 def device_info():
     """The GPU and software a measurement file was taken with (its first keys)."""
     props = torch.cuda.get_device_properties(0)

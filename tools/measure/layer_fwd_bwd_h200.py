@@ -25,6 +25,23 @@ SHAPES = {
 LAYERS, WARM, REPS = 4, 5, 20
 
 
+class Stack(torch.nn.Module):
+    """Blocks applied in turn, each called as block(x, *args), optionally under BF16 autocast:
+    the `stack` time_stack_fwd_bwd takes, for blocks that need more than x."""
+
+    def __init__(self, blocks, args=(), autocast=False):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(blocks)
+        self.args = args
+        self.autocast = autocast
+
+    def forward(self, x):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
+            for b in self.blocks:
+                x = b(x, *self.args)
+        return x
+
+
 def time_stack_fwd_bwd(stack, x, dy, layers, warm, reps):
     """Per-layer forward and backward seconds of `stack` (`layers` layers) on input x with output
     gradient dy: CUDA events around the stack's forward and its backward, `reps` timed steps

@@ -33,7 +33,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from gemm_attention_h200 import device_info, start_measurement, write_measurement
+from gemm_attention_h200 import count_cuda_kernels, device_info, start_measurement, write_measurement
 
 DEV, DT = "cuda", torch.bfloat16
 H, HEADS, KV, D = 2048, 32, 4, 128
@@ -128,18 +128,13 @@ def time_stack(stack, x, cos, sin, backward):
 
 
 def count_kernels(layer, x, cos, sin):
-    """CUDA kernels (and memcpys) one layer launches forward and backward."""
-    from torch.profiler import ProfilerActivity, profile
-    res = {}
-    for name, bwd in (("forward", False), ("forward_backward", True)):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            y = layer(x, cos, sin)
-            if bwd:
-                y.backward(torch.ones_like(y))
-            torch.cuda.synchronize()
-        res[name] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        layer.zero_grad(set_to_none=True)
-    return res
+    """CUDA kernels (and memcpys) one layer launches forward and forward+backward."""
+    def fwd_bwd():
+        y = layer(x, cos, sin)
+        y.backward(torch.ones_like(y))
+    out = {"forward": count_cuda_kernels(lambda: layer(x, cos, sin)), "forward_backward": count_cuda_kernels(fwd_bwd)}
+    layer.zero_grad(set_to_none=True)
+    return out
 
 
 def main():
