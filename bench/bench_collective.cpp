@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/coll/cost_model.hpp"
 #include "megasim/coll/runner.hpp"
 #include "megasim/config/catalog.hpp"

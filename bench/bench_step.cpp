@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"

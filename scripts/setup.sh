@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(g++ cmake ninja-build ccache libboost-graph-dev nlohmann-json3-dev libspdlog-dev
+PACKAGES=(g++ cmake ninja-build ccache libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
           libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev python3)
 # The test suite also renders the capacity report in a real browser.
 if [ "${MEGASIM_WITH_BROWSER:-0}" = "1" ]; then PACKAGES+=(chromium fonts-liberation); fi

@@ -288,7 +288,7 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
   return result;
 }
 
-nlohmann::json to_json(const ValidationResult& r) {
+nlohmann::json to_json(const ValidationResult& r, const std::vector<std::string>& overrides) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases) {
     cases.push_back({{"suite", c.suite},
@@ -303,6 +303,7 @@ nlohmann::json to_json(const ValidationResult& r) {
   summary["all_pass"] = r.summary.all_pass;
   summary["cases"] = r.cases.size();
   if (!r.memory_warnings.empty()) summary["memory_warnings"] = r.memory_warnings;
+  if (!overrides.empty()) summary["overrides"] = overrides;
   return {{"schema_version", kSchemaVersion}, {"cases", cases}, {"summary", summary}};
 }
 

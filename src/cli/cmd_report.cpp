@@ -5,11 +5,8 @@
 // and writes report.html, report.md and one CSV per chart into DIR.
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +14,7 @@
 #include "cli_context.hpp"
 #include "megasim/capreport/capacity_report.hpp"
 #include "megasim/core/error.hpp"
-#include "megasim/goodput/reliability.hpp"
+#include "megasim/catalogs/reliability_reader.hpp"
 #include "megasim/report/step_report.hpp"
 
 namespace megasim {
@@ -71,16 +68,6 @@ std::pair<std::int64_t, std::int64_t> parse_range(const std::string& text) {
   }
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("--reliability", "cannot read \"" + path + "\"");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("--reliability", std::string("invalid JSON: ") + e.what());
-  }
-}
-
 }  // namespace
 
 void register_report_command(CLI::App& app, CliContext& ctx,
@@ -113,10 +100,10 @@ void register_report_command(CLI::App& app, CliContext& ctx,
     opts.seed = args->seed >= 0 ? static_cast<std::uint64_t>(args->seed) : job.seed;
     if (args->trials < 0 || args->trials > 100000) throw InputError("--trials", "must be in [0, 100000]");
     opts.mc_trials = args->trials;
-    std::optional<nlohmann::json> patch;
-    if (!args->reliability.empty()) patch = read_json_file(args->reliability);
+    const auto reliability_dir = ctx.catalog_dir / "reliability";
     const ReliabilityCatalog reliability =
-        load_reliability_catalog(ctx.catalog_dir / "reliability", patch ? &*patch : nullptr);
+        args->reliability.empty() ? load_reliability_catalog(reliability_dir)
+                                  : load_reliability_catalog(reliability_dir, args->reliability, "--reliability");
     const CapacityReport rep = build_capacity_report(job, simulate, reliability, opts);
     const auto files = write_capacity_report(rep, args->out);
     std::size_t skipped = 0;

@@ -66,9 +66,7 @@ void register_validate_command(CLI::App& app, CliContext& ctx) {
     // can gate on validate as on regress.
     if (!result.summary.all_pass) ctx.exit_code = 3;
     if (args->json) {
-      auto j = to_json(result);
-      if (!args->sets.empty()) j["summary"]["overrides"] = args->sets;
-      ctx.out << j.dump(2) << "\n";
+      ctx.out << to_json(result, args->sets).dump(2) << "\n";
     } else {
       if (!args->sets.empty()) {
         ctx.out << "what-if overrides on every simulated row:";

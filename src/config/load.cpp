@@ -131,4 +131,14 @@ JobSpec load_job(const std::filesystem::path& file, const std::vector<std::strin
   return parse_job(config, catalog, base_dir, plan);
 }
 
+JobSpec load_cluster_as_job(const std::string& cluster, const std::vector<std::string>& overrides,
+                            const Catalog& catalog) {
+  nlohmann::json job = {{"name", cluster},
+                        {"model", "llama-3.1-8b"},
+                        {"cluster", cluster},
+                        {"training", {{"seq_length", 4096}, {"global_batch_size", 1}}}};
+  for (const std::string& s : overrides) apply_override(job, s, catalog);
+  return parse_job(job, catalog, std::filesystem::current_path(), WrittenPlan::Replaced);
+}
+
 }  // namespace megasim

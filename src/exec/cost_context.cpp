@@ -4,6 +4,8 @@
 #include <memory>
 #include <numeric>
 
+#include "megasim/catalogs/hardware_profile_reader.hpp"
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/hw/kernel_time.hpp"
@@ -23,8 +25,7 @@ CollOp comm_op_of(OpKind kind) {
 
 // The hardware profile of the job's GPU (catalog hw/<cluster.gpu.profile>).
 HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& catalog) {
-  return load_hardware_profile(catalog.entry("hw", job.cluster.gpu.profile, "cluster.gpu.profile"),
-                               "cluster.gpu.profile");
+  return load_hardware_profile(catalog, job.cluster.gpu.profile, "cluster.gpu.profile");
 }
 
 }  // namespace

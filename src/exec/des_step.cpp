@@ -4,6 +4,7 @@
 
 #include "des_executor.hpp"
 #include "des_report.hpp"
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/net/topology_builders.hpp"
 

@@ -1,24 +1,13 @@
 #pragma once
 // Host-side software overheads MegaScale §3.4 and §6.3 remove: the data loader's idle time
 // at the start of a step and the launch skew that uneven Python garbage collection puts on
-// the last data-parallel collective. The figures are order-of-magnitude ESTIMATES (the paper
-// gives no numbers), kept in configs/hw/host.json with that status so they can be replaced
-// by a measurement.
+// the last data-parallel collective (figures: megasim/catalogs/host_overheads.hpp).
 #include <cstdint>
 
+#include "megasim/catalogs/host_overheads.hpp"
 #include "megasim/config/specs.hpp"
 
 namespace megasim {
-
-class Catalog;
-
-struct HostOverheads {
-  double loader_first_batch_s = 0;  // one loader preparing a step's first micro-batch
-  double gc_pause_s = 0;            // a generation-2 collection in a training process
-  double p2p_sync_gap_s = 0;        // GPU idle after a host synchronize, before the next chunk
-};
-
-HostOverheads load_host_overheads(const Catalog& catalog);
 
 // Exposed data-loading time: none with asynchronous preprocessing (the next step's batch is
 // prepared while gradients synchronise); otherwise the first batch's latency, with every GPU's

@@ -2,7 +2,7 @@
 
 #include "megasim/config/catalog.hpp"
 #include "megasim/goodput/comm_init.hpp"
-#include "megasim/goodput/reliability.hpp"
+#include "megasim/catalogs/reliability_reader.hpp"
 
 namespace megasim {
 

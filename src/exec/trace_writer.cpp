@@ -1,14 +1,11 @@
-// Chrome Trace Event Format (the JSON Perfetto and chrome://tracing open): "X" complete
-// events in microseconds on one track per stage and stream, "C" counters for the hottest
-// links' utilisation, "M" metadata naming processes and threads.
+// The event engine's run as a Chrome trace: one track per stage and stream (replica 0) in
+// microseconds, counters for the hottest links' utilisation. The JSON is report/chrome_trace.
 #include <algorithm>
 #include <fstream>
-#include <map>
-
-#include <nlohmann/json.hpp>
 
 #include "des_report.hpp"
 #include "megasim/core/error.hpp"
+#include "megasim/report/chrome_trace.hpp"
 
 namespace megasim {
 
@@ -19,42 +16,29 @@ constexpr int kDpTid = 1;
 constexpr int kPpTid = 2;
 constexpr int kLinkPid = 1000000;
 
-nlohmann::json meta(const char* what, int pid, int tid, const std::string& name) {
-  return {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
-}
-
-}  // namespace
-
-std::string des_trace_json(const DesExecutor& ex, std::size_t counter_links) {
+void add_task_events(const DesExecutor& ex, ChromeTrace& trace) {
   const StepGraph& g = ex.graph();
-  nlohmann::json events = nlohmann::json::array();
-  for (int s = 0; s < g.stages; ++s) {
-    events.push_back(meta("process_name", s, 0, "stage " + std::to_string(s) + " (replica 0)"));
-    events.push_back(meta("thread_name", s, kComputeTid, "compute"));
-    events.push_back(meta("thread_name", s, kDpTid, "dp comm"));
-    events.push_back(meta("thread_name", s, kPpTid, "pp send"));
-  }
   for (TaskIndex t = 0; t < g.tasks.size(); ++t) {
     const StepTask& task = g.tasks[t];
     const TaskTiming& tm = ex.timing(0, t);
     if (task.kind == TaskKind::StepEnd) continue;
-    const int tid = task.stream == TaskStream::Compute ? kComputeTid
-                    : task.stream == TaskStream::DpComm ? kDpTid
-                                                        : kPpTid;
-    nlohmann::json e = {{"ph", "X"},
-                        {"name", g.describe(t)},
-                        {"cat", to_string(task.kind)},
-                        {"pid", task.stage},
-                        {"tid", tid},
-                        {"ts", tm.start_s * 1e6},
-                        {"dur", std::max(0.0, tm.end_s - tm.start_s) * 1e6}};
-    if (task.bytes > 0) e["args"] = {{"bytes", task.bytes}};
-    events.push_back(std::move(e));
+    TraceEvent e;
+    e.name = g.describe(t);
+    e.category = to_string(task.kind);
+    e.pid = task.stage;
+    e.tid = task.stream == TaskStream::Compute ? kComputeTid : task.stream == TaskStream::DpComm ? kDpTid : kPpTid;
+    e.ts_us = tm.start_s * 1e6;
+    e.dur_us = std::max(0.0, tm.end_s - tm.start_s) * 1e6;
+    e.bytes = task.bytes;
+    trace.events.push_back(std::move(e));
   }
-  // Hottest links by bytes carried; their sampled load as a utilisation counter.
+}
+
+// Hottest links by bytes carried; their sampled load as a utilisation counter.
+void add_link_counters(const DesExecutor& ex, std::size_t counter_links, ChromeTrace& trace) {
   const auto hot = ex.network().busiest_links(counter_links);
   const auto& caps = ex.fabric().link_capacity_Bps();
-  if (!hot.empty()) events.push_back(meta("process_name", kLinkPid, 0, "hottest links"));
+  if (!hot.empty()) trace.events.push_back(trace_metadata("process_name", kLinkPid, 0, "hottest links"));
   for (const auto& [link, bytes] : hot) {
     const std::string name = ex.fabric().link_name(link) + " utilization";
     for (const LinkSample& sample : ex.link_samples()) {
@@ -63,15 +47,31 @@ std::string des_trace_json(const DesExecutor& ex, std::size_t counter_links) {
                                        std::make_pair(link, 0.0),
                                        [](const auto& a, const auto& b) { return a.first < b.first; });
       if (it != sample.load_Bps.end() && it->first == link) load = it->second;
-      events.push_back({{"ph", "C"},
-                        {"name", name},
-                        {"pid", kLinkPid},
-                        {"ts", sample.time_s * 1e6},
-                        {"args", {{"utilization", load / caps[link]}}}});
+      TraceEvent e;
+      e.phase = TraceEvent::Phase::Counter;
+      e.name = name;
+      e.pid = kLinkPid;
+      e.ts_us = sample.time_s * 1e6;
+      e.counter_key = "utilization";
+      e.value = load / caps[link];
+      trace.events.push_back(std::move(e));
     }
   }
-  nlohmann::json doc = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  return doc.dump();
+}
+
+}  // namespace
+
+std::string des_trace_json(const DesExecutor& ex, std::size_t counter_links) {
+  ChromeTrace trace;
+  for (int s = 0; s < ex.graph().stages; ++s) {
+    trace.events.push_back(trace_metadata("process_name", s, 0, "stage " + std::to_string(s) + " (replica 0)"));
+    trace.events.push_back(trace_metadata("thread_name", s, kComputeTid, "compute"));
+    trace.events.push_back(trace_metadata("thread_name", s, kDpTid, "dp comm"));
+    trace.events.push_back(trace_metadata("thread_name", s, kPpTid, "pp send"));
+  }
+  add_task_events(ex, trace);
+  add_link_counters(ex, counter_links, trace);
+  return chrome_trace_json(trace);
 }
 
 void write_des_trace(const DesExecutor& ex, std::size_t counter_links, const std::string& path) {

@@ -1,3 +1,4 @@
+#include "megasim/catalogs/reliability_reader.hpp"
 #include "megasim/capreport/capacity_report.hpp"
 
 #include <gtest/gtest.h>

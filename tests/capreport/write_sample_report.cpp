@@ -8,6 +8,7 @@
 #include <string>
 
 #include "capreport/fake_simulate.hpp"
+#include "megasim/catalogs/reliability_reader.hpp"
 #include "megasim/capreport/capacity_report.hpp"
 
 int main(int argc, char** argv) {

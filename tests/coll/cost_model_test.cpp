@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "coll/test_clusters.hpp"
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/coll/cost_model.hpp"
 #include "megasim/core/error.hpp"
 

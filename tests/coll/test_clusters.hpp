@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/config/specs.hpp"
 

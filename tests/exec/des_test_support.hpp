@@ -2,6 +2,7 @@
 // Hand-built jobs and step costs for the DES tests (no dependency on the lead's cost model).
 #include <string>
 
+#include "megasim/catalogs/nccl_model_reader.hpp"
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/config/specs.hpp"
 #include "megasim/exec/step_costs.hpp"

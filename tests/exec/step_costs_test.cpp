@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "megasim/catalogs/hardware_profile_reader.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"

@@ -3,7 +3,14 @@
 // that the CLI maps them correctly and never crashes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
 
 #include "golden_support.hpp"
 
@@ -94,6 +101,53 @@ TEST(CliErrors, HelpAndVersionSucceed) {
   EXPECT_EQ(v.code, 0);
   EXPECT_NE(v.out.find("megasim"), std::string::npos);
 }
+
+
+// Every catalog is read strictly: a misspelled key in any file under configs/ (GPU, cluster,
+// network defaults, model, system preset, hardware profile, host figures, NCCL model,
+// reliability, validation index and suite, bundled job) exits 2 with one line naming the key.
+class CatalogTypo : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(CatalogTypo, ExitsTwoNamingTheKey) {
+  const auto [file, parent] = GetParam();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("megasim-catalog-typo-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(source_path("configs"), dir, fs::copy_options::recursive);
+  nlohmann::json j;
+  std::ifstream(dir / file) >> j;
+  j[nlohmann::json::json_pointer(parent)]["misspelt_typo_key"] = 1;
+  std::ofstream(dir / file) << j.dump(1);
+  ::setenv("MEGASIM_CATALOG_DIR", dir.c_str(), 1);
+  const std::string f = file;
+  const auto r = f.rfind("validation/", 0) == 0
+                     ? run({"validate", "--suite", "comm_init"})
+                     : run({"simulate", "llama-3.1-70b-1024-h100", "--engine", "analytic", "--json"});
+  ::unsetenv("MEGASIM_CATALOG_DIR");
+  fs::remove_all(dir);
+  expect_one_line_error(r, "misspelt_typo_key");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryCatalog, CatalogTypo,
+    ::testing::Values(std::make_tuple("gpus/h100-sxm5-80gb.json", ""),
+                      std::make_tuple("clusters/dgx-h100-ndr-clos.json", ""),
+                      std::make_tuple("clusters/_network-defaults.json", ""),
+                      std::make_tuple("models/llama-3.1-70b.json", ""),
+                      std::make_tuple("systems/megatron-core.json", ""),
+                      std::make_tuple("hw/hopper.json", ""), std::make_tuple("hw/hopper.json", "/gemm"),
+                      std::make_tuple("hw/hopper.json", "/attention/flash_v2_forward"),
+                      std::make_tuple("hw/host.json", ""), std::make_tuple("nccl/nccl-2.21.json", ""),
+                      std::make_tuple("reliability/default.json", ""),
+                      std::make_tuple("reliability/default.json", "/recovery"),
+                      std::make_tuple("validation/suites.json", ""),
+                      std::make_tuple("validation/megascale-comm-init.json", ""),
+                      std::make_tuple("llama-3.1-70b-1024-h100.json", "")),
+    [](const ::testing::TestParamInfo<CatalogTypo::ParamType>& p) {
+      std::string name = std::string(std::get<0>(p.param)) + std::get<1>(p.param);
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace megasim

@@ -6,7 +6,7 @@
 
 #include "megasim/config/specs.hpp"
 #include "megasim/core/error.hpp"
-#include "megasim/goodput/reliability.hpp"
+#include "megasim/catalogs/reliability_reader.hpp"
 
 namespace megasim {
 namespace {

@@ -1,3 +1,4 @@
+#include "megasim/catalogs/reliability_reader.hpp"
 #include "megasim/goodput/goodput.hpp"
 
 #include <gtest/gtest.h>

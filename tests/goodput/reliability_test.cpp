@@ -1,4 +1,4 @@
-#include "megasim/goodput/reliability.hpp"
+#include "megasim/catalogs/reliability_reader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "megasim/catalogs/hardware_profile_reader.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/hw/kernel_time.hpp"
 #include "megasim/model/params.hpp"

@@ -60,7 +60,9 @@ ValidationResult run_validation(const std::string& validation_dir, const std::st
                                 const std::function<void(const std::string&)>& progress,
                                 const RowScheduler& schedule = {});
 
-nlohmann::json to_json(const ValidationResult& result);
+// `overrides`: the --set what-ifs applied to every simulated row, listed as summary.overrides
+// (absent when empty).
+nlohmann::json to_json(const ValidationResult& result, const std::vector<std::string>& overrides = {});
 void print_validation(const ValidationResult& result, std::ostream& out);
 
 }  // namespace megasim

@@ -1,15 +1,13 @@
 #pragma once
 // NCCL's tuning-model constants and the achieved fraction of line rate per transport, loaded
-// from configs/nccl/*.json. Pure data; the formulas that use it live in cost_model.hpp.
+// from configs/nccl/*.json by megasim/catalogs/nccl_model_reader.hpp. Pure data; the formulas
+// that use it live in cost_model.hpp.
 //
 // All latencies are stored in seconds and bandwidths in bytes/s (the catalog writes µs and
 // GB/s as NCCL's tuning.cc does and the loader converts).
 #include <array>
-#include <filesystem>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "megasim/coll/coll_types.hpp"
 
@@ -77,11 +75,5 @@ struct NcclModel {
   double network_fraction(double nic_line_Bps) const;
   double tree_correction_factor(NcclProto p, double size_bytes) const;
 };
-
-// Parses the catalog JSON; `path` prefixes error messages (InputError(json path, rule)).
-NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path = "");
-NcclModel load_nccl_model(const std::filesystem::path& file);
-// The bundled model: <catalog_dir>/nccl/nccl-2.21.json.
-NcclModel load_default_nccl_model(const std::filesystem::path& configs_dir);
 
 }  // namespace megasim

@@ -60,4 +60,11 @@ std::filesystem::path resolve_job_config(const std::string& config, const Catalo
 JobSpec load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                  const Catalog& catalog, WrittenPlan plan = WrittenPlan::Checked);
 
+// A bundled cluster (clusters/<name>) as a job, for commands that need only its fabric
+// (`topology`, `collective`): the model and training sections are a placeholder (Llama 3.1 8B,
+// one 4,096-token sequence) and the plan is replaced, so only the cluster is checked.
+// `overrides` apply as in load_job (working directory as the base).
+JobSpec load_cluster_as_job(const std::string& cluster, const std::vector<std::string>& overrides,
+                            const Catalog& catalog);
+
 }  // namespace megasim

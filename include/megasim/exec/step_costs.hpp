@@ -10,6 +10,7 @@
 #include "megasim/hw/hardware_profile.hpp"
 #include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
+#include "megasim/report/kernel_table.hpp"
 #include "megasim/workload/step_costs.hpp"
 
 namespace megasim {
@@ -28,15 +29,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data);
 // The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
 BufferSizes buffer_sizes(const StepCostData& data);
 
-// One kernel or collective of one transformer layer, one micro-batch, this GPU, timed alone:
-// what `explain --kernels` lists so a planner can see where a layer's time goes. Compute ops
-// are timed whole (not in TP-overlap chunks); collectives at their serial time on the TP (or
-// CP) group, before any overlap hides them.
-struct LayerKernelTime {
-  std::string pass;  // "forward" | "backward" | "recompute"
-  LayerOp op;
-  double time_s = 0;
-};
+// Every kernel and collective of one layer (report/kernel_table.hpp says how each is timed).
 std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data);  // layer 0's kind
 std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data, const LayerKind& kind);
 

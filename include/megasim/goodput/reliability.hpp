@@ -2,12 +2,10 @@
 // Reliability inputs of the goodput model: failure classes with their rates, detection and
 // recovery times, checkpoint bandwidths, stragglers and the communicator-init constants.
 // Defaults live in configs/reliability/default.json, every figure with its source; any field can
-// be overridden with a JSON merge patch of the same shape (reliability_from_json).
-#include <filesystem>
+// be overridden with a JSON merge patch of the same shape (megasim/catalogs/reliability_reader.hpp
+// reads both).
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "megasim/goodput/comm_init.hpp"
 
@@ -65,14 +63,6 @@ struct ReliabilityCatalog {
   CommInitConstants comm_init;
   std::vector<std::string> sources;  // "field: source" lines for the report's assumptions
 };
-
-// Parses the catalog JSON (strict: unknown keys and bad units are InputErrors naming `path`).
-// Each figure is either {"value": V, "source": "..."} or a bare V (an override).
-ReliabilityCatalog reliability_from_json(const nlohmann::json& j, const std::string& path);
-
-// Reads <dir>/default.json, then applies `overrides` as a JSON merge patch (may be null).
-ReliabilityCatalog load_reliability_catalog(const std::filesystem::path& dir,
-                                            const nlohmann::json* overrides = nullptr);
 
 const char* to_string(FailureScope s);
 const char* to_string(DetectionKind d);

@@ -1,10 +1,9 @@
 #pragma once
-// Hardware-efficiency profile of one GPU generation (configs/hw/<name>.json). The kernel-time
-// model's form is the same for every GPU; only these fitted or cited parameters differ.
+// Hardware-efficiency profile of one GPU generation (configs/hw/<name>.json, read by
+// megasim/catalogs/hardware_profile_reader.hpp). The kernel-time model's form is the same for
+// every GPU; only these fitted or cited parameters differ.
 #include <optional>
 #include <string>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "megasim/model/memory.hpp"
 
@@ -64,9 +63,5 @@ struct HardwareProfile {
   int nccl_channels_sharing_sms = 0;    // SMs taken by NCCL kernels while overlapping
   BufferSizes buffers;
 };
-
-// Parses a profile object; `json_path` names it in errors (InputError on any missing/invalid
-// field).
-HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string& json_path);
 
 }  // namespace megasim

@@ -1,11 +1,12 @@
 // JSON -> HardwareProfile. Every numeric field is an object {"value": x, "source": "..."}; the
 // source is required so that no figure enters the model without provenance.
-#include "megasim/hw/hardware_profile.hpp"
+#include "megasim/catalogs/hardware_profile_reader.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "megasim/config/catalog.hpp"
 #include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
 
@@ -131,6 +132,10 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   if (hw.nccl_channels_sharing_sms >= hw.gemm.sm_count)
     throw InputError(join_path(path, "overlap.nccl_channels"), "must be fewer than gemm.sm_count");
   return hw;
+}
+
+HardwareProfile load_hardware_profile(const Catalog& catalog, std::string_view profile, const std::string& json_path) {
+  return load_hardware_profile(catalog.entry("hw", profile, json_path), json_path);
 }
 
 }  // namespace megasim
