@@ -35,16 +35,30 @@ function(megasim_module name)
   set_property(GLOBAL APPEND PROPERTY MEGASIM_LIBRARY_TARGETS megasim_${name})
 endfunction()
 
-# megasim_test(NAME SOURCES t1.cpp ... DEPS megasim_x ...)
-# One GoogleTest executable per module; each TEST is a ctest case.
+# megasim_test(NAME SOURCES t1.cpp ... DEPS megasim_x ... [TIER unit|golden|calibration])
+# One GoogleTest executable per module or tier; each TEST is a ctest case labelled with its
+# tier (default unit). In the unit tier, a TEST whose name contains "Textbook" (expected numbers
+# derived by hand in the comment above it) is labelled textbook instead.
 function(megasim_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIER" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_TIER)
+    set(ARG_TIER unit)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests
+                                             ${PROJECT_SOURCE_DIR}/tests/unit)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     MEGASIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     MEGASIM_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
   megasim_target_settings(${name})
-  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  if(ARG_TIER STREQUAL "unit")
+    gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
+                         TEST_FILTER "*Textbook*" PROPERTIES LABELS textbook)
+    gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
+                         TEST_FILTER "-*Textbook*" PROPERTIES LABELS unit)
+  else()
+    gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
+                         PROPERTIES LABELS ${ARG_TIER})
+  endif()
 endfunction()

@@ -11,7 +11,7 @@ PACKAGES=(g++ cmake ninja-build ccache libboost-graph-dev nlohmann-json3-dev lib
           libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev python3)
 # The test suite also renders the capacity report in a real browser.
 if [ "${MEGASIM_WITH_BROWSER:-0}" = "1" ]; then PACKAGES+=(chromium fonts-liberation); fi
-# ...and runs docs/slurm-sweep.sh on a private one-node Slurm cluster (tests/slurm).
+# ...and runs docs/slurm-sweep.sh on a private one-node Slurm cluster (tests/integration/slurm).
 if [ "${MEGASIM_WITH_SLURM:-0}" = "1" ]; then PACKAGES+=(slurmctld slurmd slurm-client munge); fi
 missing=()
 for p in "${PACKAGES[@]}"; do

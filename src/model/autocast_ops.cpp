@@ -12,7 +12,7 @@
 //             every norm's gradient comes back through the same three steps: the output cast's
 //             backward (read 2, write 4), the FP32 norm backward (6 more than in BF16) and the
 //             input cast's backward (read 4, write 2): 18 bytes per element.
-// Checked against the measurement (tests/exec/step_costs_test.cpp): the forward overheads of
+// Checked against the measurement (tests/unit/exec/step_costs_test.cpp): the forward overheads of
 // the three measured blocks land within 4%; the backward's 12-34% under (the rest unexplained).
 #include <string>
 #include <vector>

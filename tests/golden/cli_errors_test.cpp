@@ -1,5 +1,5 @@
 // Bad input at the command line: exit code 2 and exactly one line on stderr naming the field
-// (or flag) and the rule. Config-level error classes are covered in tests/config; these check
+// (or flag) and the rule. Config-level error classes are covered in tests/unit/config; these check
 // that the CLI maps them correctly and never crashes.
 #include <gtest/gtest.h>
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "run_cli.hpp"
@@ -30,6 +31,15 @@ inline CliRun run(std::vector<std::string> args) {
   r.out = out.str();
   r.err = err.str();
   return r;
+}
+
+// validate exits 0 when every acceptance check passed and 3 when one printed FAIL (DESIGN.md
+// A1), so CI can gate on it; the JSON's summary.all_pass says which.
+inline void expect_validate_exit(const CliRun& r) {
+  ASSERT_TRUE(r.code == 0 || r.code == 3) << r.code << " " << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(r.code, j["summary"]["all_pass"].get<bool>() ? 0 : 3);
 }
 
 inline std::string source_path(const std::string& rel) { return std::string(MEGASIM_SOURCE_DIR) + "/" + rel; }

@@ -1,2 +1,0 @@
-# net/route tests (paths relative to tests/net).
-list(APPEND NET_TESTS route_router_test.cpp route_ecmp_stats_test.cpp)

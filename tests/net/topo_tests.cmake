@@ -1,2 +1,0 @@
-# net/topo tests (paths relative to tests/net).
-list(APPEND NET_TESTS topo_builders_test.cpp topo_summary_test.cpp topo_nvlink_domain_test.cpp)
