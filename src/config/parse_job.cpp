@@ -40,8 +40,6 @@ constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeD
                                                               {"flex", MoeDispatcher::Flex}}};
 constexpr std::array<EnumName<FlexBackend>, 2> kFlexBackends{{{"deepep", FlexBackend::DeepEp},
                                                              {"hybridep", FlexBackend::HybridEp}}};
-constexpr std::array<EnumName<CommInitStore>, 2> kStores{{{"tcpstore", CommInitStore::TcpStore},
-                                                          {"redis", CommInitStore::Redis}}};
 
 int small_int(std::optional<std::int64_t> v, int def) { return v ? static_cast<int>(*v) : def; }
 
@@ -103,7 +101,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("gc_stragglers_fixed", s.gc_stragglers_fixed);
   if (const auto f = r.number_opt("straggler_host_fraction", 0.0, 1.0)) s.straggler_host_fraction = *f;
   if (const auto d = r.number_opt("straggler_slowdown", 0.0, 100.0)) s.straggler_slowdown = *d;
-  if (const auto st = r.enum_opt("comm_init_store", kStores)) s.comm_init_store = *st;
+  if (const auto st = r.string_opt("comm_init_store")) s.comm_init_store = parse_comm_init_store(*st, r.path_of("comm_init_store"));
   flag("comm_init_ordered", s.comm_init_ordered);
   flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);
   flag("tp_fp8_forward_reduce_scatter", s.tp_fp8_forward_reduce_scatter);

@@ -128,9 +128,11 @@ const char* to_string(CommInitStore v) {
 }
 
 CommInitStore parse_comm_init_store(const std::string& text, const std::string& path) {
-  if (text == "tcpstore") return CommInitStore::TcpStore;
-  if (text == "redis") return CommInitStore::Redis;
-  throw InputError(path, "must be \"tcpstore\" or \"redis\", got \"" + text + "\"");
+  // The names are to_string's, so the job parser, validate's rows and the output agree.
+  for (const CommInitStore v : {CommInitStore::TcpStore, CommInitStore::Redis})
+    if (text == to_string(v)) return v;
+  throw InputError(path, "unknown value \"" + text + "\"; valid: " + to_string(CommInitStore::TcpStore) + ", " +
+                             to_string(CommInitStore::Redis));
 }
 
 }  // namespace megasim

@@ -21,27 +21,47 @@ DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepG
   network_ = std::make_unique<FlowNetwork>(engine_, fabric.link_capacity_Bps());
   runner_ = std::make_unique<CollectiveRunner>(engine_, *network_, router_, fabric_, nccl_);
   replicas_ = options.full ? static_cast<int>(placement_.dp()) : 1;
+  choose_mirrored_replicas();
+  build_dependents();
+  total_ = graph_.tasks.size() * static_cast<std::size_t>(replicas_);
+  inst_.assign(total_, {});
+  timing_.assign(total_, {});
+  collective_ready_count_.assign(graph_.tasks.size(), 0);
+  dp_active_.assign(static_cast<std::size_t>(replicas_) * static_cast<std::size_t>(graph_.stages), 0);
+  running_.assign(dp_active_.size(), {});
+  // Sampling period of the trace's link counters: ~200 samples over a rough step estimate.
+  if (!opts_.trace_path.empty()) {
+    double est = costs_.data_loading_s + costs_.optimizer_s;
+    for (const auto& ch : costs_.chunks.front())
+      est += static_cast<double>(costs_.micro_batches + costs_.pp) * (ch.fwd_s() + ch.bwd_s());
+    sample_period_s_ = std::max(est / 200.0, 1e-6);
+  }
+}
+
+void DesExecutor::choose_mirrored_replicas() {
   // Folded runs mirror the pipeline transfers of a deterministic, evenly spaced sample of DP
   // replicas (all of them when DP is small): enough to load every ToR set's uplinks the way
   // the whole job does, without launching DP x TP flows per transfer (4.7 M flows at 12,288
   // GPUs, 30+ s). `full` mirrors nothing and simulates every replica instead.
   const std::int64_t dp = placement_.dp();
-  const std::int64_t sample = std::min<std::int64_t>(dp, std::max(1, options.mirrored_replicas));
+  const std::int64_t sample = std::min<std::int64_t>(dp, std::max(1, opts_.mirrored_replicas));
   for (std::int64_t i = 0; i < sample; ++i) mirrored_.push_back(i * dp / sample);
-  if (!options.full && options.isolated_edges) {
-    // The DP rings' edges between GPUs that carry no pipeline transfer (every replica but the
-    // mirrored ones) are evaluated in isolation by the runner: at 98,304 GPUs that is 95% of
-    // a collective's flows. `full` keeps simulating every flow, so the folding tests also
-    // check this shortcut.
-    pipeline_gpu_.assign(static_cast<std::size_t>(fabric.num_gpus()), 0);
-    for (const std::int64_t d : mirrored_)
-      for (int s = 0; s < placement_.pp(); ++s)
-        for (int c = 0; c < placement_.cp(); ++c)
-          for (int j = 0; j < placement_.tp(); ++j)
-            pipeline_gpu_[static_cast<std::size_t>(placement_.gpu_of({j, c, d, s}))] = 1;
-    runner_->enable_isolated_edges([this](int gpu) { return pipeline_gpu_[static_cast<std::size_t>(gpu)] != 0; });
-  }
+  if (opts_.full || !opts_.isolated_edges) return;
+  // The DP rings' edges between GPUs that carry no pipeline transfer (every replica but the
+  // mirrored ones) are evaluated in isolation by the runner: at 98,304 GPUs that is 95% of
+  // a collective's flows. `full` keeps simulating every flow, so the folding tests also
+  // check this shortcut.
+  pipeline_gpu_.assign(static_cast<std::size_t>(fabric_.num_gpus()), 0);
+  for (const std::int64_t d : mirrored_)
+    for (int s = 0; s < placement_.pp(); ++s)
+      for (int c = 0; c < placement_.cp(); ++c)
+        for (int j = 0; j < placement_.tp(); ++j)
+          pipeline_gpu_[static_cast<std::size_t>(placement_.gpu_of({j, c, d, s}))] = 1;
+  runner_->enable_isolated_edges([this](int gpu) { return pipeline_gpu_[static_cast<std::size_t>(gpu)] != 0; });
+}
 
+void DesExecutor::build_dependents() {
+  // The graph's dependencies plus the stream orders (one compute and one DP stream per stage).
   const std::size_t n = graph_.tasks.size();
   dependents_.assign(n, {});
   dep_count_.assign(n, 0);
@@ -51,7 +71,7 @@ DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepG
       ++dep_count_[t];
     }
   }
-  auto chain = [&](const std::vector<std::vector<TaskIndex>>& orders) {
+  const auto chain = [&](const std::vector<std::vector<TaskIndex>>& orders) {
     for (const auto& ord : orders)
       for (std::size_t i = 1; i < ord.size(); ++i) {
         dependents_[ord[i - 1]].push_back(ord[i]);
@@ -60,20 +80,6 @@ DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepG
   };
   chain(graph_.compute_order);
   chain(graph_.dp_order);
-  total_ = n * static_cast<std::size_t>(replicas_);
-  inst_.assign(total_, {});
-  timing_.assign(total_, {});
-  collective_ready_count_.assign(n, 0);
-  dp_active_.assign(static_cast<std::size_t>(replicas_) * static_cast<std::size_t>(graph_.stages), 0);
-  running_.assign(dp_active_.size(), {});
-
-  // Sampling period of the trace's link counters: ~200 samples over a rough step estimate.
-  if (!opts_.trace_path.empty()) {
-    double est = costs_.data_loading_s + costs_.optimizer_s;
-    for (const auto& ch : costs_.chunks.front())
-      est += static_cast<double>(costs_.micro_batches + costs_.pp) * (ch.fwd_s() + ch.bwd_s());
-    sample_period_s_ = std::max(est / 200.0, 1e-6);
-  }
 }
 
 DesExecutor::~DesExecutor() = default;

@@ -58,6 +58,8 @@ class DesExecutor {
   const std::vector<FlowKey>& dp_flow_keys() const { return dp_keys_; }
 
  private:
+  void choose_mirrored_replicas();  // constructor steps
+  void build_dependents();
   struct FlowTemplate {
     LinkPath path;
     double bytes = 0;
