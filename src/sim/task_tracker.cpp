@@ -1,44 +1,58 @@
 #include "megasim/sim/task_tracker.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace megasim {
 
 TaskId TaskTracker::begin(std::string name) {
-  tasks_.push_back(Task{std::move(name), true});
+  std::uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(tasks_.size());
+    tasks_.emplace_back();
+  }
+  Task& task = tasks_[slot];
+  task.name = std::move(name);
+  task.seq = next_seq_++;
+  task.open = true;
   ++open_;
-  return base_ + (tasks_.size() - 1);
+  return (static_cast<TaskId>(task.gen) << 32) | slot;
+}
+
+const TaskTracker::Task* TaskTracker::find_open(TaskId id) const {
+  const auto slot = static_cast<std::size_t>(id & 0xffffffffULL);
+  if (slot >= tasks_.size()) return nullptr;
+  const Task& task = tasks_[slot];
+  return task.open && task.gen == static_cast<std::uint32_t>(id >> 32) ? &task : nullptr;
 }
 
 void TaskTracker::end(TaskId id) {
-  if (id < base_ || id - base_ >= tasks_.size()) {
-    throw std::logic_error("TaskTracker::end: unknown or already finished task id " +
-                           std::to_string(id));
+  if (find_open(id) == nullptr) {
+    throw std::logic_error("TaskTracker::end: unknown or already finished task id " + std::to_string(id));
   }
-  Task& task = tasks_[static_cast<std::size_t>(id - base_)];
-  if (!task.open) {
-    throw std::logic_error("TaskTracker::end: task '" + task.name + "' ended twice");
-  }
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  Task& task = tasks_[slot];
   task.open = false;
-  task.name = std::string();  // release the name now; only open names are reported
+  task.name.clear();  // only open names are reported
+  ++task.gen;
+  free_.push_back(slot);
   --open_;
-  while (!tasks_.empty() && !tasks_.front().open) {
-    tasks_.pop_front();
-    ++base_;
-  }
 }
 
-bool TaskTracker::is_open(TaskId id) const {
-  if (id < base_ || id - base_ >= tasks_.size()) return false;
-  return tasks_[static_cast<std::size_t>(id - base_)].open;
-}
+bool TaskTracker::is_open(TaskId id) const { return find_open(id) != nullptr; }
 
 std::vector<std::string> TaskTracker::unfinished() const {
+  std::vector<const Task*> open;
+  open.reserve(open_);
+  for (const Task& task : tasks_)
+    if (task.open) open.push_back(&task);
+  std::sort(open.begin(), open.end(), [](const Task* a, const Task* b) { return a->seq < b->seq; });
   std::vector<std::string> names;
-  names.reserve(open_);
-  for (const Task& task : tasks_) {
-    if (task.open) names.push_back(task.name);
-  }
+  names.reserve(open.size());
+  for (const Task* task : open) names.push_back(task->name);
   return names;
 }
 
