@@ -224,7 +224,7 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
   for (const std::int64_t d : replicas_ > 1 ? own : mirrored_) {
     for (const FlowTemplate& f : transfer_flows(task.stage, task.peer_stage, d)) {
       FlowRequest req;
-      req.path = f.path;
+      req.shared_path = &f.path;  // transfer_flows' cache outlives the run
       req.bytes = task.bytes * f.bytes;
       req.latency_s = f.latency_s;
       req.on_complete = [this, r, t] {

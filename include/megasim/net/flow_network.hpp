@@ -32,6 +32,9 @@ inline constexpr FlowId kNoFlow = 0;
 
 struct FlowRequest {
   LinkPath path{};          // empty: a local copy limited only by rate_cap_Bps
+  // Instead of `path`: a route the caller keeps alive until the flow completes (a cached
+  // route), read in place rather than copied for each of a run's half-million flows.
+  const LinkPath* shared_path = nullptr;
   double bytes = 0.0;       // per flow; each of the `multiplicity` copies moves this many
   double latency_s = 0.0;   // paid before the flow takes bandwidth
   double rate_cap_Bps = std::numeric_limits<double>::infinity();
@@ -81,6 +84,7 @@ class FlowNetwork {
  private:
   struct NetFlow {
     FlowRequest req;
+    const LinkPath& path() const { return req.shared_path != nullptr ? *req.shared_path : req.path; }
     FlowHandle handle;            // valid while transferring
     double remaining_bytes = 0.0;
     double rate_Bps = 0.0;

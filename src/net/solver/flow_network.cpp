@@ -58,7 +58,7 @@ FlowId FlowNetwork::start_flow(FlowRequest request) {
   }
   if (request.multiplicity < 1) throw std::invalid_argument("FlowNetwork: multiplicity < 1");
   if (!(request.rate_cap_Bps > 0.0)) throw std::invalid_argument("FlowNetwork: rate cap <= 0");
-  for (LinkId link : request.path) {
+  for (LinkId link : request.shared_path != nullptr ? *request.shared_path : request.path) {
     if (link >= link_bytes_.size()) {
       throw std::invalid_argument("FlowNetwork: link id " + std::to_string(link) +
                                   " out of range");
@@ -103,7 +103,8 @@ FlowId FlowNetwork::start_flow(FlowRequest request) {
 void FlowNetwork::activate(std::uint32_t slot) {
   NetFlow& f = flows_[slot];
   f.last_update = engine_.now();
-  const bool local = f.req.path.empty();
+  const LinkPath& path = f.path();
+  const bool local = path.empty();
   if (f.remaining_bytes < kDoneBytes || (local && std::isinf(f.req.rate_cap_Bps))) {
     // Nothing to transfer: complete in a separate event so on_complete never runs inside
     // the caller's start_flow().
@@ -120,11 +121,11 @@ void FlowNetwork::activate(std::uint32_t slot) {
     schedule_completion(slot);
     return;
   }
-  f.handle = solver_.add_flow(f.req.path, f.req.rate_cap_Bps, f.req.multiplicity);
+  f.handle = solver_.add_flow(path, f.req.rate_cap_Bps, f.req.multiplicity);
   if (solver_to_net_.size() <= f.handle.slot) solver_to_net_.resize(f.handle.slot + 1);
   solver_to_net_[f.handle.slot] = slot;
   const std::int64_t now_ps = engine_.now().ps();
-  for (LinkId link : f.req.path) {
+  for (LinkId link : path) {
     if (link_active_[link]++ == 0) link_busy_since_ps_[link] = now_ps;
   }
   request_resolve();
@@ -176,13 +177,13 @@ void FlowNetwork::on_completion_event(std::uint32_t slot) {
 
 void FlowNetwork::finish(std::uint32_t slot) {
   NetFlow& f = flows_[slot];
-  if (f.transferring && !f.req.path.empty()) {
+  if (f.transferring && !f.path().empty()) {
     solver_.remove_flow(f.handle);
     const std::int64_t now_ps = engine_.now().ps();
     // A link's bytes are credited when the flow completes (all of them: it delivered its
     // request), not on every rate change: that loop over the path ran once per re-solve.
     const double on_links = f.req.bytes * static_cast<double>(f.req.multiplicity);
-    for (LinkId link : f.req.path) {
+    for (LinkId link : f.path()) {
       link_bytes_[link] += on_links;
       if (--link_active_[link] == 0) link_busy_ps_[link] += now_ps - link_busy_since_ps_[link];
     }
