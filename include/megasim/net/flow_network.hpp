@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "megasim/core/units.hpp"
+#include "megasim/core/zeroed_array.hpp"
 #include "megasim/net/link.hpp"
 #include "megasim/net/maxmin_solver.hpp"
 #include "megasim/sim/engine.hpp"
@@ -114,10 +115,11 @@ class FlowNetwork {
   std::vector<NetFlow> flows_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> solver_to_net_;  // solver slot -> our slot
-  std::vector<double> link_bytes_;
-  std::vector<std::int64_t> link_busy_ps_;
-  std::vector<std::int64_t> link_busy_since_ps_;
-  std::vector<std::uint32_t> link_active_;
+  // Per link direction, zero until a flow crosses it (most of a large fabric's never are).
+  ZeroedArray<double> link_bytes_;
+  ZeroedArray<std::int64_t> link_busy_ps_;
+  ZeroedArray<std::int64_t> link_busy_since_ps_;
+  ZeroedArray<std::uint32_t> link_active_;
   bool resolve_pending_ = false;
   std::size_t active_ = 0;
   std::uint64_t started_ = 0;

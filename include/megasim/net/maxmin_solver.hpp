@@ -18,6 +18,7 @@
 #include <limits>
 #include <vector>
 
+#include "megasim/core/zeroed_array.hpp"
 #include "megasim/net/link.hpp"
 
 namespace megasim {
@@ -64,7 +65,7 @@ class MaxMinSolver {
  private:
   struct Flow {
     LinkPath path;
-    std::vector<std::uint32_t> pos;  // pos[i]: index of this hop's entry in link_flows_[path[i]]
+    std::vector<std::uint32_t> pos;  // pos[i]: index of this hop's entry in list_of(path[i])
     double cap_Bps = kUnlimited;
     // In a solve: min(cap, capacity / weight of each link the flow has to itself). A link with
     // one flow constrains only that flow, so it acts as a cap (exactly) instead of a heap entry.
@@ -95,15 +96,23 @@ class MaxMinSolver {
   void fill_component();
   void freeze(std::uint32_t flow, double rate_Bps);
 
+  // The flows on a link that has carried one (a folded run on a 98,304-GPU fabric touches a few
+  // thousand of its million link directions): link_list_[link] is 1 + the index of its list in
+  // lists_, 0 until a flow first crosses it, so per-link memory is only touched where used.
+  std::vector<LinkEntry>& list_of(LinkId link) { return lists_[link_list_[link] - 1]; }
+  const std::vector<LinkEntry>& list_of(LinkId link) const { return lists_[link_list_[link] - 1]; }
+  std::vector<LinkEntry>& list_for_new_flow(LinkId link);
+
   std::vector<double> capacity_;
-  std::vector<std::vector<LinkEntry>> link_flows_;
-  std::vector<LinkState> link_state_;
+  ZeroedArray<std::uint32_t> link_list_;
+  std::vector<std::vector<LinkEntry>> lists_;
+  ZeroedArray<LinkState> link_state_;
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   std::size_t live_flows_ = 0;
 
   std::vector<LinkId> dirty_links_;
-  std::vector<std::uint8_t> link_dirty_;
+  ZeroedArray<std::uint8_t> link_dirty_;
   std::vector<FlowHandle> changed_;
   std::uint32_t epoch_ = 0;
 

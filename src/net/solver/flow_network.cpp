@@ -17,11 +17,11 @@ double elapsed_s(SimTime from, SimTime to) { return (to - from).seconds(); }
 
 FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
     : engine_(engine),
-      solver_(link_capacity_Bps),
-      link_bytes_(link_capacity_Bps.size(), 0.0),
-      link_busy_ps_(link_capacity_Bps.size(), 0),
-      link_busy_since_ps_(link_capacity_Bps.size(), 0),
-      link_active_(link_capacity_Bps.size(), 0) {}
+      solver_(std::move(link_capacity_Bps)),
+      link_bytes_(solver_.num_links()),
+      link_busy_ps_(solver_.num_links()),
+      link_busy_since_ps_(solver_.num_links()),
+      link_active_(solver_.num_links()) {}
 
 FlowNetwork::NetFlow* FlowNetwork::lookup(FlowId id) {
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);

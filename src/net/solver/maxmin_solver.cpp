@@ -27,9 +27,9 @@ constexpr double kZeroWeight = 0.5;
 
 MaxMinSolver::MaxMinSolver(std::vector<double> link_capacity_Bps)
     : capacity_(std::move(link_capacity_Bps)),
-      link_flows_(capacity_.size()),
+      link_list_(capacity_.size()),
       link_state_(capacity_.size()),
-      link_dirty_(capacity_.size(), 0) {
+      link_dirty_(capacity_.size()) {
   for (std::size_t i = 0; i < capacity_.size(); ++i) {
     if (!(capacity_[i] >= 0.0)) {
       throw std::invalid_argument("MaxMinSolver: capacity of link " + std::to_string(i) +
@@ -67,16 +67,25 @@ double MaxMinSolver::link_capacity_Bps(LinkId link) const {
 
 std::size_t MaxMinSolver::flows_on_link(LinkId link) const {
   check_link(link);
-  return link_flows_[link].size();
+  return link_list_[link] == 0 ? 0 : list_of(link).size();
 }
 
 double MaxMinSolver::link_load_Bps(LinkId link) const {
   check_link(link);
   double load = 0.0;
-  for (const LinkEntry& e : link_flows_[link]) {
+  if (link_list_[link] == 0) return load;
+  for (const LinkEntry& e : list_of(link)) {
     load += flows_[e.flow].rate_Bps * flows_[e.flow].weight;
   }
   return load;
+}
+
+std::vector<MaxMinSolver::LinkEntry>& MaxMinSolver::list_for_new_flow(LinkId link) {
+  if (link_list_[link] == 0) {
+    lists_.emplace_back();
+    link_list_[link] = static_cast<std::uint32_t>(lists_.size());
+  }
+  return list_of(link);
 }
 
 void MaxMinSolver::mark_dirty(LinkId link) {
@@ -111,7 +120,7 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
   // With no link to share, the flow runs at its own cap at once.
   f.rate_Bps = path.empty() ? cap_Bps : 0.0;
   for (std::size_t hop = 0; hop < path.size(); ++hop) {
-    auto& entries = link_flows_[path[hop]];
+    auto& entries = list_for_new_flow(path[hop]);
     f.pos[hop] = static_cast<std::uint32_t>(entries.size());
     entries.push_back(LinkEntry{slot, static_cast<std::uint32_t>(hop)});
     mark_dirty(path[hop]);
@@ -125,7 +134,7 @@ void MaxMinSolver::remove_flow(FlowHandle h) {
   Flow& f = flows_[h.slot];
   for (std::size_t hop = 0; hop < f.path.size(); ++hop) {
     const LinkId link = f.path[hop];
-    auto& entries = link_flows_[link];
+    auto& entries = list_of(link);
     const std::uint32_t idx = f.pos[hop];
     const LinkEntry moved = entries.back();
     entries[idx] = moved;
@@ -150,7 +159,7 @@ void MaxMinSolver::collect_component(LinkId seed) {
     const LinkId link = bfs_.back();
     bfs_.pop_back();
     comp_links_.push_back(link);
-    for (const LinkEntry& e : link_flows_[link]) {
+    for (const LinkEntry& e : list_of(link)) {
       Flow& f = flows_[e.flow];
       if (f.stamp == epoch_) continue;
       f.stamp = epoch_;
@@ -223,7 +232,7 @@ void MaxMinSolver::fill_component() {
   // the 530B / 5,120-GPU plan's runs (docs/benchmarks.md).
   heap_.clear();
   for (LinkId link : comp_links_) {
-    const auto& entries = link_flows_[link];
+    const auto& entries = list_of(link);
     if (entries.size() == 1) {
       Flow& f = flows_[entries.front().flow];
       f.bound_Bps = std::min(f.bound_Bps, capacity_[link] / f.weight);
@@ -281,7 +290,7 @@ void MaxMinSolver::fill_component() {
     const double share_Bps = heap_.front().share_Bps;
     std::pop_heap(heap_.begin(), heap_.end(), HeapLater{});
     heap_.pop_back();
-    for (const LinkEntry& e : link_flows_[link]) {
+    for (const LinkEntry& e : list_of(link)) {
       if (!flows_[e.flow].frozen) freeze(e.flow, share_Bps);
     }
   }

@@ -1,0 +1,48 @@
+#pragma once
+// A fixed-size array of a trivially copyable T that starts all-zero without touching its
+// memory: calloc serves a large block from fresh pages the OS zero-fills on first use, so
+// entries never written cost no page fault. The flow network keeps several per-link arrays for
+// a fabric's every link direction (a million at 98,304 GPUs) of which a folded run touches a few
+// thousand; zeroing them eagerly was a fifth of that run (perf, docs/benchmarks.md).
+// All-zero bytes must mean "zero" for T (integers, IEEE doubles, structs of them).
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace megasim {
+
+template <class T>
+class ZeroedArray {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : data_(static_cast<T*>(std::calloc(n == 0 ? 1 : n, sizeof(T)))), size_(n) {
+    if (data_ == nullptr) throw std::bad_alloc();
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ZeroedArray(ZeroedArray&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  ~ZeroedArray() { std::free(data_); }
+
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace megasim
