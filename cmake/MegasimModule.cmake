@@ -10,9 +10,11 @@ function(megasim_target_settings target)
   if(MEGASIM_SANITIZE)
     # The sanitizer build exists to run the tests. -O1 (what ASan's documentation recommends) and
     # -g1 (file:line in sanitizer stack traces, no variable info) after the build type's -O2 -g
-    # halve its compile time: measured per translation unit in docs/ENGINEERING.md.
+    # halve its compile time: measured per translation unit in docs/ENGINEERING.md. A Debug
+    # build keeps its -O0 -g for the debugger.
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
-                                             -fno-sanitize-recover=undefined -O1 -g1)
+                                             -fno-sanitize-recover=undefined $<$<NOT:$<CONFIG:Debug>>:-O1>
+                                             $<$<NOT:$<CONFIG:Debug>>:-g1>)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
@@ -38,7 +40,9 @@ endfunction()
 # megasim_test(NAME SOURCES t1.cpp ... DEPS megasim_x ... [TIER unit|golden|calibration])
 # One GoogleTest executable per module or tier; each TEST is a ctest case labelled with its
 # tier (default unit). In the unit tier, a TEST whose name contains "Textbook" (expected numbers
-# derived by hand in the comment above it) is labelled textbook instead.
+# derived by hand in the comment above it) is labelled unit-textbook: ctest's -L is a regular
+# expression, so -L unit runs it with the rest of the tier and -L textbook selects it. (One
+# label: gtest_discover_tests flattens a list of labels into separate properties.)
 function(megasim_test name)
   cmake_parse_arguments(ARG "" "TIER" "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_TIER)
@@ -54,7 +58,7 @@ function(megasim_test name)
   megasim_target_settings(${name})
   if(ARG_TIER STREQUAL "unit")
     gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
-                         TEST_FILTER "*Textbook*" PROPERTIES LABELS textbook)
+                         TEST_FILTER "*Textbook*" PROPERTIES LABELS unit-textbook)
     gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
                          TEST_FILTER "-*Textbook*" PROPERTIES LABELS unit)
   else()

@@ -22,11 +22,7 @@ void register_list_command(CLI::App& app, CliContext& ctx) {
     }
     const Catalog catalog = Catalog::open(ctx.catalog_dir);
     for (const auto& name : catalog.names(*kind)) {
-      const auto entry = catalog.entry(*kind, name, *kind);
-      std::string summary;
-      if (entry.is_object() && entry.contains("description") && entry["description"].is_string()) {
-        summary = entry["description"].get<std::string>();
-      }
+      const std::string summary = catalog.description(*kind, name);
       ctx.out << name;
       if (!summary.empty()) ctx.out << "  —  " << summary;
       ctx.out << "\n";

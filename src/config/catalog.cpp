@@ -56,6 +56,12 @@ Catalog Catalog::open(std::filesystem::path configs_dir) {
   return Catalog(std::move(configs_dir));
 }
 
+std::string Catalog::description(std::string_view kind, std::string_view name) const {
+  const nlohmann::json e = entry(kind, name, std::string(kind));
+  return e.is_object() && e.contains("description") && e["description"].is_string() ? e["description"].get<std::string>()
+                                                                                   : std::string();
+}
+
 bool Catalog::contains(std::string_view kind, std::string_view name) const {
   check_kind(kind);
   if (!plain_name(name)) return false;

@@ -34,6 +34,9 @@ class Catalog {
   // Sorted entry names of one kind (file stems, '_' files excluded); empty when none.
   std::vector<std::string> names(std::string_view kind) const;
 
+  // The entry's "description" string, "" when it has none (what `megasim list` prints).
+  std::string description(std::string_view kind, std::string_view name) const;
+
   // True when configs/<kind>/<name>.json exists.
   bool contains(std::string_view kind, std::string_view name) const;
 

@@ -67,8 +67,8 @@ class MaxMinSolver {
     LinkPath path;
     std::vector<std::uint32_t> pos;  // pos[i]: index of this hop's entry in list_of(path[i])
     double cap_Bps = kUnlimited;
-    // In a solve: min(cap, capacity / weight of each link the flow has to itself). A link with
-    // one flow constrains only that flow, so it acts as a cap (exactly) instead of a heap entry.
+    // In a solve: min(cap, capacity / weight of each finite link the flow has to itself). A link
+    // with one flow constrains only that flow, so it acts as a cap instead of a heap entry.
     double bound_Bps = kUnlimited;
     double rate_Bps = 0.0;
     double weight = 1.0;  // multiplicity as a double

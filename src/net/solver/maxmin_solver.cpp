@@ -229,11 +229,14 @@ void MaxMinSolver::fill_component() {
   }
   // Links shared by several flows go on the heap; a link with one flow (a NIC, a host port, the
   // last hop to one GPU: most of a component's links) becomes that flow's bound. Measured on
-  // the 530B / 5,120-GPU plan's runs (docs/benchmarks.md).
+  // the 530B / 5,120-GPU plan's runs (docs/benchmarks.md). The rates are the same; only the
+  // order of equal shares can differ (a bound is frozen before a link of equal share), which
+  // may move a rate in its last bit. An infinite link stays on the heap: its flow must still be
+  // frozen (at an infinite rate) when nothing else bounds it.
   heap_.clear();
   for (LinkId link : comp_links_) {
     const auto& entries = list_of(link);
-    if (entries.size() == 1) {
+    if (entries.size() == 1 && std::isfinite(capacity_[link])) {
       Flow& f = flows_[entries.front().flow];
       f.bound_Bps = std::min(f.bound_Bps, capacity_[link] / f.weight);
       continue;

@@ -21,6 +21,26 @@ TEST(MaxMinSolver, TwoFlowsOnOneLinkShareEquallyTextbook) {
   EXPECT_DOUBLE_EQ(s.link_load_Bps(0), 10.0);
 }
 
+TEST(MaxMinSolver, LinksOfOneFlowBoundThatFlowTextbook) {
+  // A link carrying one flow is that flow's bound. f1 alone on an infinite link: +inf.
+  // f2 (multiplicity 2) alone on link 1 (C = 10): 10 / 2 = 5 per copy. f3 crosses link 2
+  // (C = 6, its own) and link 3 (C = 4, shared with f4): link 3's share 2 < link 2's 6, so
+  // f3 = f4 = 2. f5 repeats its own link 4 (C = 8): two entries, 8 / 2 = 4.
+  MaxMinSolver s({kInf, 10.0, 6.0, 4.0, 8.0});
+  const FlowHandle f1 = s.add_flow({0});
+  const FlowHandle f2 = s.add_flow({1}, kInf, 2);
+  const FlowHandle f3 = s.add_flow({2, 3});
+  const FlowHandle f4 = s.add_flow({3});
+  const FlowHandle f5 = s.add_flow({4, 4});
+  s.solve();
+  EXPECT_EQ(s.rate_Bps(f1), kInf);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f2), 5.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f3), 2.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f4), 2.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f5), 4.0);
+  EXPECT_EQ(s.changed_flows().size(), 5u);  // every new flow is reported, f1 included
+}
+
 TEST(MaxMinSolver, ClassicTwoLinkBottleneckTextbook) {
   // Links A = 10, B = 4. f1 crosses A, f2 crosses A and B, f3 crosses B.
   // Fair shares: A 10/2 = 5, B 4/2 = 2 -> B saturates first: f2 = f3 = 2.
