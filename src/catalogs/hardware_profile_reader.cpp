@@ -2,10 +2,9 @@
 // source is required so that no figure enters the model without provenance.
 #include "megasim/catalogs/hardware_profile_reader.hpp"
 
-#include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "catalogs/sourced_figure.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
@@ -13,24 +12,7 @@
 namespace megasim {
 namespace {
 
-double num(const nlohmann::json& j, const std::string& path, const char* key, double lo, double hi) {
-  const std::string p = join_path(path, key);
-  if (!j.is_object() || !j.contains(key)) throw InputError(p, "required field is missing");
-  const auto& f = j.at(key);
-  if (!f.is_object() || !f.contains("value") || !f.contains("source"))
-    throw InputError(p, "must be an object {\"value\": number, \"source\": string}");
-  require_known_keys(f, p, {"value", "source"});
-  if (!f.at("source").is_string() || f.at("source").get<std::string>().empty())
-    throw InputError(join_path(p, "source"), "must be a non-empty string");
-  if (!f.at("value").is_number()) throw InputError(join_path(p, "value"), "must be a number");
-  const double v = f.at("value").get<double>();
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    char rule[160];
-    std::snprintf(rule, sizeof rule, "must be between %.6g and %.6g, got %.6g", lo, hi, v);
-    throw InputError(join_path(p, "value"), rule);
-  }
-  return v;
-}
+using catalogs_detail::sourced_figure;
 
 const nlohmann::json& obj(const nlohmann::json& j, const std::string& path, const char* key) {
   if (!j.contains(key) || !j.at(key).is_object())
@@ -42,17 +24,18 @@ AttentionParams attn(const nlohmann::json& j, const std::string& path, const cha
   const auto& o = obj(j, path, key);
   const std::string p = join_path(path, key);
   require_known_keys(o, p, {"max_efficiency", "seq_half", "head_dim_alpha", "dropout_efficiency"});
-  return AttentionParams{num(o, p, "max_efficiency", 0.01, 1.0), num(o, p, "seq_half", 0, 1e6),
-                         num(o, p, "head_dim_alpha", 0, 4), num(o, p, "dropout_efficiency", 0.01, 1.0)};
+  return AttentionParams{sourced_figure(o, p, "max_efficiency", 0.01, 1.0), sourced_figure(o, p, "seq_half", 0, 1e6),
+                         sourced_figure(o, p, "head_dim_alpha", 0, 4),
+                         sourced_figure(o, p, "dropout_efficiency", 0.01, 1.0)};
 }
 
 // The fitted fields of a GEMM block (gemm, gemm_fp8): peak fraction, k ramp, tiles, wave tail.
 void read_gemm_shape(const nlohmann::json& o, const std::string& p, GemmParams& g) {
-  g.max_efficiency = num(o, p, "max_efficiency", 0.05, 1.0);
-  g.k_half = num(o, p, "k_half", 0, 1e5);
-  g.tile_m = static_cast<int>(num(o, p, "tile_m", 16, 1024));
-  g.tile_n = static_cast<int>(num(o, p, "tile_n", 16, 1024));
-  g.wave_weight = num(o, p, "wave_weight", 0, 1);
+  g.max_efficiency = sourced_figure(o, p, "max_efficiency", 0.05, 1.0);
+  g.k_half = sourced_figure(o, p, "k_half", 0, 1e5);
+  g.tile_m = static_cast<int>(sourced_figure(o, p, "tile_m", 16, 1024));
+  g.tile_n = static_cast<int>(sourced_figure(o, p, "tile_n", 16, 1024));
+  g.wave_weight = sourced_figure(o, p, "wave_weight", 0, 1);
 }
 
 }  // namespace
@@ -70,12 +53,12 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   require_known_keys(g, gp, {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "grouped_wave_weight",
                              "sm_count", "latency_s", "main_grad_exposed_fraction"});
   read_gemm_shape(g, gp, hw.gemm);
-  hw.gemm.grouped_wave_weight = num(g, gp, "grouped_wave_weight", 0, 1);
-  hw.gemm.sm_count = static_cast<int>(num(g, gp, "sm_count", 1, 10000));
-  hw.gemm.latency_s = num(g, gp, "latency_s", 0, 1e-3);
+  hw.gemm.grouped_wave_weight = sourced_figure(g, gp, "grouped_wave_weight", 0, 1);
+  hw.gemm.sm_count = static_cast<int>(sourced_figure(g, gp, "sm_count", 1, 10000));
+  hw.gemm.latency_s = sourced_figure(g, gp, "latency_s", 0, 1e-3);
   // Measured on Hopper only; a block without it does not charge the main-grad epilogue.
   const auto main_grad = [](const nlohmann::json& o, const std::string& p) {
-    return o.contains("main_grad_exposed_fraction") ? num(o, p, "main_grad_exposed_fraction", 0.01, 4) : 0.0;
+    return o.contains("main_grad_exposed_fraction") ? sourced_figure(o, p, "main_grad_exposed_fraction", 0.01, 4) : 0.0;
   };
   hw.gemm.main_grad_exposed_fraction = main_grad(g, gp);
   if (j.contains("gemm_fp8")) {
@@ -101,34 +84,36 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
     hw.cudnn_fused_fwd = attn(a, ap, "cudnn_fused_forward");
     hw.cudnn_fused_bwd = attn(a, ap, "cudnn_fused_backward");
   }
-  hw.unfused_memory_passes_fwd = num(a, ap, "unfused_memory_passes_forward", 0, 64);
-  hw.unfused_memory_passes_bwd = num(a, ap, "unfused_memory_passes_backward", 0, 64);
-  hw.unfused_dropout_passes_fwd = num(a, ap, "unfused_dropout_passes_forward", 0, hw.unfused_memory_passes_fwd);
-  hw.unfused_dropout_passes_bwd = num(a, ap, "unfused_dropout_passes_backward", 0, hw.unfused_memory_passes_bwd);
-  hw.unfused_pass_bw_fraction = num(a, ap, "unfused_pass_bw_fraction", 0.01, 1);
+  hw.unfused_memory_passes_fwd = sourced_figure(a, ap, "unfused_memory_passes_forward", 0, 64);
+  hw.unfused_memory_passes_bwd = sourced_figure(a, ap, "unfused_memory_passes_backward", 0, 64);
+  hw.unfused_dropout_passes_fwd =
+      sourced_figure(a, ap, "unfused_dropout_passes_forward", 0, hw.unfused_memory_passes_fwd);
+  hw.unfused_dropout_passes_bwd =
+      sourced_figure(a, ap, "unfused_dropout_passes_backward", 0, hw.unfused_memory_passes_bwd);
+  hw.unfused_pass_bw_fraction = sourced_figure(a, ap, "unfused_pass_bw_fraction", 0.01, 1);
   const auto& m = obj(j, path, "memory");
   const std::string mp = join_path(path, "memory");
   require_known_keys(m, mp, {"latency_s", "elementwise_bw_fraction", "norm_bw_fraction", "copy_bw_fraction"});
-  hw.memory_latency_s = num(m, mp, "latency_s", 0, 1e-3);
-  hw.elementwise_bw_fraction = num(m, mp, "elementwise_bw_fraction", 0.01, 1);
-  hw.norm_bw_fraction = num(m, mp, "norm_bw_fraction", 0.01, 1);
-  hw.copy_bw_fraction = num(m, mp, "copy_bw_fraction", 0.01, 1);
+  hw.memory_latency_s = sourced_figure(m, mp, "latency_s", 0, 1e-3);
+  hw.elementwise_bw_fraction = sourced_figure(m, mp, "elementwise_bw_fraction", 0.01, 1);
+  hw.norm_bw_fraction = sourced_figure(m, mp, "norm_bw_fraction", 0.01, 1);
+  hw.copy_bw_fraction = sourced_figure(m, mp, "copy_bw_fraction", 0.01, 1);
   const auto& l = obj(j, path, "launch");
   const std::string lp = join_path(path, "launch");
   require_known_keys(l, lp, {"kernel_launch_overhead_s", "host_dispatch_s"});
   require_known_keys(obj(j, path, "overlap"), join_path(path, "overlap"), {"nccl_channels"});
-  hw.kernel_launch_overhead_s = num(l, lp, "kernel_launch_overhead_s", 0, 1e-3);
-  hw.host_dispatch_s = num(l, lp, "host_dispatch_s", 0, 1e-3);
+  hw.kernel_launch_overhead_s = sourced_figure(l, lp, "kernel_launch_overhead_s", 0, 1e-3);
+  hw.host_dispatch_s = sourced_figure(l, lp, "host_dispatch_s", 0, 1e-3);
   hw.nccl_channels_sharing_sms =
-      static_cast<int>(num(obj(j, path, "overlap"), join_path(path, "overlap"), "nccl_channels", 0, 256));
+      static_cast<int>(sourced_figure(obj(j, path, "overlap"), join_path(path, "overlap"), "nccl_channels", 0, 256));
   const auto& b = obj(j, path, "buffers");
   const std::string bp = join_path(path, "buffers");
   require_known_keys(b, bp, {"nccl_bytes_per_communicator", "cublas_workspace_bytes", "cuda_context_bytes",
                              "grad_bucket_elements"});
-  hw.buffers.nccl_bytes_per_communicator = num(b, bp, "nccl_bytes_per_communicator", 0, 1e11);
-  hw.buffers.cublas_workspace_bytes = num(b, bp, "cublas_workspace_bytes", 0, 1e11);
-  hw.buffers.cuda_context_bytes = num(b, bp, "cuda_context_bytes", 0, 1e11);
-  hw.buffers.grad_bucket_elements = num(b, bp, "grad_bucket_elements", 0, 1e12);
+  hw.buffers.nccl_bytes_per_communicator = sourced_figure(b, bp, "nccl_bytes_per_communicator", 0, 1e11);
+  hw.buffers.cublas_workspace_bytes = sourced_figure(b, bp, "cublas_workspace_bytes", 0, 1e11);
+  hw.buffers.cuda_context_bytes = sourced_figure(b, bp, "cuda_context_bytes", 0, 1e11);
+  hw.buffers.grad_bucket_elements = sourced_figure(b, bp, "grad_bucket_elements", 0, 1e12);
   if (hw.nccl_channels_sharing_sms >= hw.gemm.sm_count)
     throw InputError(join_path(path, "overlap.nccl_channels"), "must be fewer than gemm.sm_count");
   return hw;

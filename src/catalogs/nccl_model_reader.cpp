@@ -2,12 +2,12 @@
 #include "megasim/catalogs/nccl_model_reader.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "megasim/config/catalog.hpp"
+#include "megasim/config/load.hpp"
 #include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
 
@@ -188,15 +188,7 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 }
 
 NcclModel load_nccl_model(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open NCCL model file");
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
-  }
-  return nccl_model_from_json(j, "");
+  return nccl_model_from_json(read_json_file(file, file.string()), "");
 }
 
 NcclModel load_default_nccl_model(const std::filesystem::path& configs_dir) {

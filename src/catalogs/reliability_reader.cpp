@@ -1,9 +1,9 @@
 #include "megasim/catalogs/reliability_reader.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "megasim/config/load.hpp"
 #include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/core/units.hpp"
@@ -227,14 +227,7 @@ ReliabilityCatalog reliability_from_json(const json& j, const std::string& path)
 
 ReliabilityCatalog load_reliability_catalog(const std::filesystem::path& dir, const json* overrides) {
   const auto file = dir / "default.json";
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the reliability catalog");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
-  }
+  json j = read_json_file(file, file.string());
   if (overrides != nullptr && !overrides->is_null()) {
     require_object(*overrides, "reliability");
     j.merge_patch(*overrides);
@@ -244,14 +237,7 @@ ReliabilityCatalog load_reliability_catalog(const std::filesystem::path& dir, co
 
 ReliabilityCatalog load_reliability_catalog(const std::filesystem::path& dir, const std::filesystem::path& patch_file,
                                             const std::string& option) {
-  std::ifstream in(patch_file);
-  if (!in) throw InputError(option, "cannot read \"" + patch_file.string() + "\"");
-  json patch;
-  try {
-    patch = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(option, std::string("invalid JSON: ") + e.what());
-  }
+  const json patch = read_json_file(patch_file, option);
   return load_reliability_catalog(dir, &patch);
 }
 
