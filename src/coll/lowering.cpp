@@ -350,4 +350,28 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   return plan;
 }
 
+std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                           const CollectiveRequest& to, const ClusterSpec& c) {
+  if (from.op == CollOp::SendRecv || to.op != from.op || to.algo != from.algo ||
+      to.size_bytes != from.size_bytes || to.channels != from.channels || from.gpus.empty() ||
+      to.gpus.size() != from.gpus.size())
+    return std::nullopt;
+  const int domain = std::max(1, nvlink_domain_gpus(c));
+  const int delta = to.gpus.front() - from.gpus.front();
+  const int domain_shift = to.gpus.front() / domain - from.gpus.front() / domain;
+  for (std::size_t i = 0; i < from.gpus.size(); ++i) {
+    const int g = from.gpus[i];
+    const int h = to.gpus[i];
+    if (h - g != delta || h / domain - g / domain != domain_shift || h < 0 || h >= c.num_gpus) return std::nullopt;
+  }
+  CollectivePlan out = from_plan;
+  // The shift is monotonic, so the flows stay sorted and merged exactly as finish() left them.
+  for (CollPhase& ph : out.phases)
+    for (FlowStep& f : ph.flows) {
+      f.src_gpu += delta;
+      f.dst_gpu += delta;
+    }
+  return out;
+}
+
 }  // namespace megasim

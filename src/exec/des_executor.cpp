@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace megasim {
 
@@ -255,7 +256,16 @@ const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecuto
                                                     : CollOp::ReduceScatter;
       req.size_bytes = task.bytes;
       for (std::int64_t d = 0; d < placement_.dp(); ++d) req.gpus.push_back(placement_.gpu_of({j, c, d, task.stage}));
-      const CollectivePlan plan = lower_collective(req, fabric_.cluster(), nccl_);
+      // Lowered once per kind and size; every other DP group of the step is a shift of it.
+      const auto base_key = std::make_tuple(static_cast<int>(task.kind), task.bytes);
+      auto base = lowered_dp_.find(base_key);
+      std::optional<CollectivePlan> shifted;
+      if (base != lowered_dp_.end()) shifted = shifted_plan(base->second.second, base->second.first, req, fabric_.cluster());
+      if (!shifted) {
+        shifted = lower_collective(req, fabric_.cluster(), nccl_);
+        if (base == lowered_dp_.end()) lowered_dp_.emplace(base_key, std::make_pair(req, *shifted));
+      }
+      const CollectivePlan& plan = *shifted;
       if (task.stage == 0 && dp_keys_.size() < 200000) {
         for (const auto& ph : plan.phases)
           for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});

@@ -127,6 +127,8 @@ class DesExecutor {
   std::vector<RunningCompute> running_;               // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
   std::map<std::tuple<int, int, double>, std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>> plan_cache_;
+  // The first DP collective lowered per (kind, bytes): the others are shifts of it (shifted_plan).
+  std::map<std::tuple<int, double>, std::pair<CollectiveRequest, CollectivePlan>> lowered_dp_;
   std::vector<char> pipeline_gpu_;  // folded runs: GPUs whose ports carry pipeline transfers
   std::vector<FlowKey> dp_keys_;
   std::vector<LinkSample> samples_;

@@ -17,6 +17,7 @@
 // bandwidth. Each inter-node edge is split over the connection's queue pairs
 // (NCCL_IB_QPS_PER_CONNECTION); distinct (channel, qp) give distinct ECMP hashes.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,5 +71,16 @@ CollEstimate estimate_request(const CollectiveRequest& req, const ClusterSpec& c
 // std::invalid_argument for an inconsistent request (negative size, send/recv without 2 GPUs).
 CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec& cluster,
                                 const NcclModel& model);
+
+// Lowering is equivariant under a shift: when `to` asks for what `from` asked (op, algorithm,
+// size, channels) and each of its GPUs is the GPU at the same position of `from` plus one
+// offset that moves every member by the same number of NVLink domains (so the node blocks,
+// their order and every member's position in its block stay), the plan of `to` is `from`'s
+// plan with every flow's endpoints shifted: the same flows in the same order, with the same
+// bytes and queue pairs. Returns that plan, or nullopt when `to` is no such shift (then lower
+// it). Send/recv is never shifted (its rail-parallel flows leave the group). A step's DP groups
+// are shifts of one another (one per TP rank and pipeline stage): this lowers them once.
+std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                           const CollectiveRequest& to, const ClusterSpec& cluster);
 
 }  // namespace megasim
