@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "megasim/core/zeroed_array.hpp"
+
 #include "megasim/net/fabric.hpp"
 #include "megasim/net/router.hpp"
 
@@ -41,8 +43,10 @@ struct EcmpStats {
   std::vector<UplinkTierStats> tiers;   // switch-link kinds present in the fabric, enum order
   // Per LinkId, counting only flows whose route crosses a switch-to-switch link (the others
   // load no uplink): the loads on NIC and NVLink ports are not collected.
-  std::vector<double> link_load;        // per LinkId, under the router's policy
-  std::vector<double> spray_link_load;  // per LinkId, ideal spray
+  // Zero until written, without touching the memory: a 100,000-GPU fabric has a million link
+  // directions, of which only the switch links are ever written here.
+  ZeroedArray<double> link_load;        // per LinkId, under the router's policy
+  ZeroedArray<double> spray_link_load;  // per LinkId, ideal spray
 };
 
 // Loads every flow through `router` (weights add up per link) and an ideal-spray router on

@@ -45,6 +45,9 @@ class Router {
   // Precomputes per-destination-ToR switch distances (BFS over switch links). Keeps a copy
   // of the (shared, immutable) fabric.
   Router(const Fabric& fabric, Routing policy, std::uint64_t seed);
+  // The same fabric and seed under another policy, sharing `other`'s tables (they depend on
+  // the fabric and seed only): at 100,000 GPUs building them is tens of milliseconds.
+  Router(const Router& other, Routing policy);
 
   const Fabric& fabric() const { return fabric_; }
   Routing policy() const { return policy_; }

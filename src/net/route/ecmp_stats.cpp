@@ -80,9 +80,9 @@ EcmpStats ecmp_collision_stats(const Router& router, const std::vector<FlowKey>&
   const Fabric& fabric = router.fabric();
   const std::size_t num_links = fabric.num_links();
   EcmpStats out;
-  out.link_load.assign(num_links, 0.0);
-  out.spray_link_load.assign(num_links, 0.0);
-  const Router spray(fabric, Routing::IdealSpray, router.seed());
+  out.link_load = ZeroedArray<double>(num_links);
+  out.spray_link_load = ZeroedArray<double>(num_links);
+  const Router spray(router, Routing::IdealSpray);
   std::array<LinkId, 4> direct{};
   int length = 0;
   // Ideal spray splits a transfer over the switches by its two ToRs alone (the GPUs only add

@@ -108,6 +108,9 @@ Router::Router(const Fabric& fabric, Routing policy, std::uint64_t seed)
   tables_ = std::move(t);
 }
 
+Router::Router(const Router& other, Routing policy)
+    : fabric_(other.fabric_), policy_(policy), seed_(other.seed_), tables_(other.tables_) {}
+
 int Router::tor_distance(int src_tor, int dst_tor) const {
   const Tables& t = *tables_;
   const int d = t.dist.at(static_cast<std::size_t>(dst_tor) *

@@ -241,18 +241,28 @@ double FlowNetwork::link_busy_s(LinkId link) const {
 }
 
 std::vector<std::pair<LinkId, double>> FlowNetwork::busiest_links(std::size_t k) const {
-  std::vector<std::pair<LinkId, double>> links;
-  for (std::size_t i = 0; i < link_bytes_.size(); ++i) {
-    if (link_bytes_[i] > 0.0) links.emplace_back(static_cast<LinkId>(i), link_bytes_[i]);
-  }
-  const auto more = [](const auto& a, const auto& b) {
+  // One pass with a heap of the k best so far (its front the worst of them): a 100,000-GPU step
+  // loads hundreds of thousands of links, and copying them all to sort was most of this.
+  const auto more = [](const std::pair<LinkId, double>& a, const std::pair<LinkId, double>& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };
-  const std::size_t n = std::min(k, links.size());
-  std::partial_sort(links.begin(), links.begin() + static_cast<std::ptrdiff_t>(n), links.end(),
-                    more);
-  links.resize(n);
-  return links;
+  std::vector<std::pair<LinkId, double>> best;
+  if (k == 0) return best;
+  best.reserve(k + 1);
+  for (std::size_t i = 0; i < link_bytes_.size(); ++i) {
+    if (!(link_bytes_[i] > 0.0)) continue;
+    const std::pair<LinkId, double> cand{static_cast<LinkId>(i), link_bytes_[i]};
+    if (best.size() == k) {
+      if (!more(cand, best.front())) continue;
+      std::pop_heap(best.begin(), best.end(), more);
+      best.back() = cand;
+    } else {
+      best.push_back(cand);
+    }
+    std::push_heap(best.begin(), best.end(), more);
+  }
+  std::sort_heap(best.begin(), best.end(), more);
+  return best;
 }
 
 }  // namespace megasim
