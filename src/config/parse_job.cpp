@@ -21,6 +21,10 @@ constexpr std::array<EnumName<Recompute>, 3> kRecompute{{{"none", Recompute::Non
 constexpr std::array<EnumName<Precision>, 3> kPrecisions{{{"bf16", Precision::Bf16},
                                                          {"fp16", Precision::Fp16},
                                                          {"fp8", Precision::Fp8}}};
+constexpr std::array<EnumName<Fp8Recipe>, 4> kFp8Recipes{{{"delayed", Fp8Recipe::Delayed},
+                                                         {"tensorwise", Fp8Recipe::Tensorwise},
+                                                         {"mxfp8", Fp8Recipe::Mxfp8},
+                                                         {"blockwise", Fp8Recipe::Blockwise}}};
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
@@ -189,6 +193,10 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
     }
   }
   t.precision = r.enum_opt("precision", kPrecisions).value_or(t.precision);
+  if (const auto recipe = r.enum_opt("fp8_recipe", kFp8Recipes)) {
+    if (t.precision != Precision::Fp8) throw InputError(r.path_of("fp8_recipe"), "needs precision = \"fp8\"");
+    t.fp8_recipe = *recipe;
+  }
   t.optimizer = r.enum_opt("optimizer", kOptimizers).value_or(t.optimizer);
   if (const auto tokens = r.number_opt("train_tokens", 0.0, 1e30)) {
     if (!(*tokens > 0)) throw InputError(r.path_of("train_tokens"), "must be positive");

@@ -33,6 +33,16 @@ const char* to_string(Precision v) {
   return "?";
 }
 
+const char* to_string(Fp8Recipe v) {
+  switch (v) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Tensorwise: return "tensorwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
+    case Fp8Recipe::Blockwise: return "blockwise";
+  }
+  return "?";
+}
+
 const char* to_string(Recompute v) {
   switch (v) {
     case Recompute::None: return "none";

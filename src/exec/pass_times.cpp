@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "host_launch_queue.hpp"
 #include "megasim/hw/kernel_time.hpp"
 
 namespace megasim {
@@ -137,6 +138,27 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
   chunked_or_serial_collective(c, p, i, t);
 }
 
+// A pass whose host blocks at ops[s] until the GPU is idle (LayerOp::host_waits_for_gpu): the
+// stretch between two waits is this pass's ops from the wait to its end and the next layer's up
+// to its wait - in steady state this pass rotated to start at ops[s] - launched at
+// host_dispatch_s apiece (host_launch_queue.hpp). Collectives count as GPU time at their serial
+// duration, one launch each.
+double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const std::vector<double>& op_s,
+                        std::size_t s, int chunks) {
+  std::vector<LaunchedOp> run;
+  run.reserve(ops.size());
+  for (std::size_t n = 0; n < ops.size(); ++n) {
+    const std::size_t i = (s + n) % ops.size();
+    const LayerOp& op = ops[i];
+    if (is_communication(op.kind)) {
+      run.push_back({comm_op_time_s(c, op, op.comm_bytes), 1});
+    } else {
+      run.push_back({op_s[i], runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels});
+    }
+  }
+  return gpu_idle_behind_host_s(run, c.hw.host_dispatch_s);
+}
+
 }  // namespace
 
 PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
@@ -161,8 +183,16 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     if (op.shared_expert) t.shared_expert_s += op_s[i];
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
-  // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured).
-  t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
+  // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured). Where the host waits
+  // for the GPU mid-pass it cannot run ahead: the GPU's idle time after the wait replaces the
+  // rate bound (it includes it: the GPU cannot finish before the host has launched everything).
+  const auto wait = std::find_if(ops.begin(), ops.end(), [](const LayerOp& op) { return op.host_waits_for_gpu; });
+  if (wait != ops.end()) {
+    t.host_wait_s = host_wait_idle_s(c, ops, op_s, static_cast<std::size_t>(wait - ops.begin()), chunks);
+    t.compute_s += t.host_wait_s;
+  } else {
+    t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
+  }
   return t;
 }
 

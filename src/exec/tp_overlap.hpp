@@ -31,6 +31,7 @@ struct PassTimes {
   double ep_comm_s = 0;     // MoE dispatch and combine over the expert-parallel group
   double shared_expert_s = 0;  // the shared experts' kernels (what shared-expert overlap hides EP behind)
   int kernels = 0;          // kernel launches
+  double host_wait_s = 0;   // GPU idle after a host wait mid-pass (dropless MoE), in compute_s
   double tp_comm_s() const { return overlap_comm_s + other_comm_s + async_comm_s; }  // serial TP time
   PassTimes scaled(int n) const {
     PassTimes t = *this;
@@ -44,6 +45,7 @@ struct PassTimes {
     t.ep_comm_s *= n;
     t.shared_expert_s *= n;
     t.kernels *= n;
+    t.host_wait_s *= n;
     return t;
   }
   PassTimes& operator+=(const PassTimes& o) {
@@ -57,6 +59,7 @@ struct PassTimes {
     ep_comm_s += o.ep_comm_s;
     shared_expert_s += o.shared_expert_s;
     kernels += o.kernels;
+    host_wait_s += o.host_wait_s;
     return *this;
   }
 };

@@ -123,6 +123,7 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
   x.attn_overlap = job.system.tp_overlap_scope == TpOverlapScope::AllLinears;
   x.rope = m.rope;
   x.fp8 = job.training.precision == Precision::Fp8;
+  x.fp8_recipe = job.training.fp8_recipe;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;
   return x;
 }
@@ -251,10 +252,31 @@ void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ove
 // Bytes per element of a LayerNorm output that feeds a layer's column-parallel linear.
 double norm_out_bytes(const Dims& x) { return x.fp8 ? 1.0 : x.e; }
 
-// FP8 only: the cast of a 16-bit tensor of `elems` elements to FP8 plus its transpose, in one
-// kernel (read 2, write 1 + 1 bytes per element).
-void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
-  if (x.fp8) ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, elems * (x.e + 2.0), 1));
+// FP8 only: the cast of a 16-bit tensor of `elems` elements to FP8 plus its transpose (read 2,
+// write 1 + 1 bytes per element), as Transformer Engine v2.9 launches it
+// (transformer_engine/pytorch/csrc/quantizer.cpp, extensions/cast.cpp split_quantize):
+//   delayed     one cast-transpose kernel (scale from the amax history); a grouped linear's
+//               experts in one fused multi-tensor kernel (nvte_multi_cast_transpose);
+//   tensorwise  current scaling (Float8CurrentScalingQuantizer): zero the amax, an amax pass
+//               over the tensor (one more read), the scale, then the cast - four kernels, per
+//               expert for a grouped linear (split_quantize fuses delayed scaling only);
+//   mxfp8, blockwise  one kernel computing its block scales inline, per expert.
+void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
+                            std::int64_t splits) {
+  if (!x.fp8) return;
+  const int pieces = static_cast<int>(std::max<std::int64_t>(1, splits));
+  int kernels = 1;
+  double bytes = elems * (x.e + 2.0);
+  switch (x.fp8_recipe) {
+    case Fp8Recipe::Delayed: kernels = 1; break;
+    case Fp8Recipe::Tensorwise:
+      kernels = 4 * pieces;
+      bytes += elems * x.e;
+      break;
+    case Fp8Recipe::Mxfp8:
+    case Fp8Recipe::Blockwise: kernels = pieces; break;
+  }
+  ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, bytes, kernels));
 }
 // FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
 LayerOp fp8_transpose(const std::string& of, double elems) {

@@ -63,7 +63,12 @@ LayerOp expert_gemm(const JobSpec& job, const Dims& x, const MoeDims& d, std::st
                      : linear(x, std::move(name), d.rows_total, n, k, false);
   op.expert_rows = d.rows;
   op.grouped = job.system.moe_grouped_gemm;
-  op.kernels = op.grouped ? 1 : static_cast<int>(d.local_experts);
+  // One GEMM launch per local expert either way: Transformer Engine's GroupedLinear (what
+  // moe_grouped_gemm runs in Megatron-Core) loops cuBLAS GEMMs over the experts on 4 streams
+  // (TE v2.9 common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm; its single-kernel grouped
+  // GEMMs are opt-in: CUTLASS BF16 on Hopper from v2.8, cuBLASLt device-shape from v2.14). The
+  // grouped flag picks the device time (grouped kernel vs a loop of serial GEMMs), not the host's.
+  op.kernels = static_cast<int>(d.local_experts);
   // Every expert's weights are read once, whatever its rows.
   op.bytes = x.e * (static_cast<double>(d.rows_total) * static_cast<double>(wgrad ? n : k) +
                     static_cast<double>(d.local_experts) * static_cast<double>(k) * static_cast<double>(n) +
@@ -111,6 +116,15 @@ double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
   return d.received * dd(x.h) * x.e;
 }
 
+// Dropless routing needs each expert's token count on the host before the dispatch (the
+// all-to-all's split sizes, TE GroupedLinear's m_splits list): Megatron-Core copies them to the
+// host and blocks on an event, once per MoE layer forward (token_dispatcher.py
+// _maybe_dtoh_and_synchronize; DeepEP's dispatch likewise waits for the GPU's receive counts).
+// Padding every expert to its capacity fixes the counts on the host: no wait.
+bool host_syncs_before_dispatch(const JobSpec& job) {
+  return !job.training.moe_pad_expert_input_to_capacity;
+}
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -134,13 +148,14 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e, 1));
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
+  ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
   const double rows = dd(d.rows_total);
   if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
-  add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h);
+  add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
   add_moe_activation(ops, job, x);
-  add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
+  add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
@@ -157,13 +172,13 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
-  add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h);
+  add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
   ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
                     rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
-  add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width));
+  add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));

@@ -22,6 +22,7 @@ struct Dims {
   bool rope;                               // rotary position embeddings rotate Q and K
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
+  Fp8Recipe fp8_recipe;  // how TE scales them (the casts' kernels and bytes)
   bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
   double main_grad_bytes;          // per element of the main-grad buffer wgrad GEMMs accumulate into
   AttentionKernel attention_kernel;
@@ -50,7 +51,10 @@ void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ove
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
 double norm_out_bytes(const Dims& x);
 double forward_rs_bytes(const Dims& x, bool on_overlap_path);
-void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+// FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
+// `splits` pieces when a grouped linear quantizes each local expert's rows (split_quantize).
+void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
+                            std::int64_t splits = 1);
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
 // dgrad + wgrad of one linear (position of the dgrad GEMM returned; its wgrad follows).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,

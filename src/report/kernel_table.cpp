@@ -33,18 +33,21 @@ void write_kernel_table(const std::vector<LayerKernelTime>& rows, std::ostream& 
   out << fmt::format("  {:<9} {:<22} {:<17} {:<26} {:>11} {:>15}\n", "pass", "kernel", "kind", "shape", "time", "rate");
   std::string pass;
   double pass_s = 0, pass_comm_s = 0;
+  int launches = 0;
   const auto flush = [&] {
     if (pass.empty()) return;
-    out << fmt::format("  {:<9} total compute {:.3f} ms, collectives {:.3f} ms (serial)\n", pass, pass_s * 1e3,
-                       pass_comm_s * 1e3);
+    out << fmt::format("  {:<9} total compute {:.3f} ms, collectives {:.3f} ms (serial), {} kernel launches\n", pass,
+                       pass_s * 1e3, pass_comm_s * 1e3, launches);
   };
   for (const auto& r : rows) {
     if (r.pass != pass) {
       flush();
       pass = r.pass;
       pass_s = pass_comm_s = 0;
+      launches = 0;
     }
     (is_communication(r.op.kind) ? pass_comm_s : pass_s) += r.time_s;
+    launches += is_communication(r.op.kind) ? 1 : r.op.kernels;
     out << fmt::format("  {:<9} {:<22} {:<17} {:<26} {:8.1f} us {:>15}\n", r.pass, r.op.name, to_string(r.op.kind),
                        kernel_shape(r.op), r.time_s * 1e6, kernel_rate(r.op, r.time_s));
   }

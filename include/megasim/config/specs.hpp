@@ -12,6 +12,10 @@ namespace megasim {
 enum class Activation { Gelu, GeluNew, Silu, Relu, SquaredRelu };  // naming only: every one is one elementwise pass
 enum class Norm { LayerNorm, RmsNorm };
 enum class Precision { Bf16, Fp16, Fp8 };
+// How Transformer Engine scales FP8 tensors (Megatron-Core --fp8-recipe): from the amax history
+// (delayed), from each tensor's own amax (tensorwise: "current scaling", an extra amax pass), or
+// per block (mxfp8: 1x32 blocks, Blackwell; blockwise: 1x128 / 128x128, DeepSeek-V3's recipe).
+enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise };
 enum class Recompute { None, Selective, Full };
 enum class Optimizer { Adam, Lamb };
 // How an MoE layer moves tokens to their experts (Megatron-Core moe_token_dispatcher_type).
@@ -188,6 +192,7 @@ struct TrainingSpec {
   Recompute recompute = Recompute::None;
   RecomputeModules recompute_modules;  // with recompute = selective
   Precision precision = Precision::Bf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // with precision fp8; Megatron-Core's default
   Optimizer optimizer = Optimizer::Adam;
   std::optional<double> train_tokens;  // enables time-to-train
   // MoE routing (DESIGN.md A4): forced balance (Megatron-Core's benchmark switch), dropless
@@ -270,6 +275,7 @@ struct JobSpec {
 const char* to_string(Activation v);
 const char* to_string(Norm v);
 const char* to_string(Precision v);
+const char* to_string(Fp8Recipe v);
 const char* to_string(Recompute v);
 const char* to_string(Optimizer v);
 const char* to_string(Topology v);

@@ -71,6 +71,9 @@ struct LayerOp {
   std::vector<std::int64_t> expert_rows;
   bool grouped = false;
   bool shared_expert = false;  // a shared expert's kernel (what moe_shared_expert_overlap hides EP traffic behind)
+  // The host blocks before launching this op until the GPU has run everything before it
+  // (dropless MoE: the dispatch needs the token counts on the host). Pass timing: pass_times.cpp.
+  bool host_waits_for_gpu = false;
 };
 
 // What makes one layer's kernels differ from another's: an MoE block or a dense MLP, and

@@ -6,6 +6,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "../../src/exec/pass_times.hpp"
 
 namespace megasim {
 namespace {
@@ -102,6 +103,35 @@ TEST(MoeStep, ExpertGradientsReduceOverExpertDataParallelRanks) {
   const auto ep16 = compute_step_costs(qwen3_30b({"parallel.expert_model_parallel_size=16"}), catalog());
   // With EP 16 no expert gradient is reduced at all (expert DP 1).
   EXPECT_GT(c.dp_reduce_time_s, ep16.dp_reduce_time_s);
+}
+
+// Dropless: the host waits for the token counts before each MoE layer's dispatch, so after it
+// the GPU runs each kernel only once the host has launched it. At 1,024 tokens a micro-batch
+// the experts' kernels are short; with FP8 current scaling their casts are four launches per
+// expert (64 per cast here) and the GPU idles behind the host, where delayed scaling's one fused
+// cast keeps it nearly busy. The backward reuses the forward's counts and does not wait.
+TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
+  const LayerKind moe{true, false};
+  auto pass_times = [&](const std::vector<std::string>& sets, bool forward) {
+    std::vector<std::string> all{"training.precision=fp8", "training.seq_length=1024",
+                                 "training.moe_router_force_load_balancing=true"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const JobSpec job = qwen3_30b(all);
+    const auto data = load_step_cost_data(job, catalog());
+    return time_ops(make_context(job, *data), forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe));
+  };
+  const double tensorwise = pass_times({"training.fp8_recipe=tensorwise"}, true).host_wait_s;
+  const double delayed = pass_times({}, true).host_wait_s;
+  EXPECT_GT(tensorwise, 0.3e-3);
+  EXPECT_GT(tensorwise, 5.0 * delayed);
+  EXPECT_GT(delayed, 0.0);  // at least the first launch after the wait
+  EXPECT_EQ(pass_times({"training.fp8_recipe=tensorwise"}, false).host_wait_s, 0.0);
+  // Padded to the capacity the counts are known on the host: no wait.
+  EXPECT_EQ(pass_times({"training.fp8_recipe=tensorwise", "training.moe_expert_capacity_factor=1.0",
+                        "training.moe_pad_expert_input_to_capacity=true"},
+                       true)
+                .host_wait_s,
+            0.0);
 }
 
 }  // namespace

@@ -247,3 +247,59 @@ TEST(Moe, RecomputeModulesTradeActivationsForForwardWork) {
 
 }  // namespace
 }  // namespace megasim
+
+namespace megasim {
+namespace {
+
+const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+  if (it == ops.end()) throw std::runtime_error("no op " + name);
+  return *it;
+}
+
+// Transformer Engine v2.9's launches: GroupedLinear runs one cuBLAS GEMM per local expert;
+// split_quantize fuses the experts' casts into one kernel under delayed scaling only; current
+// scaling (tensorwise) makes four launches per tensor (zero amax, amax, scale, cast) and reads the
+// tensor once more; MXFP8 one per tensor.
+TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;  // 16 local experts
+  j["training"]["precision"] = "fp8";
+  const LayerKind moe{true, false};
+  auto forward = [&](const char* recipe) {
+    auto job = j;
+    if (recipe != nullptr) job["training"]["fp8_recipe"] = recipe;
+    return layer_forward_ops(test::parse(job), moe);
+  };
+  const auto delayed = forward(nullptr);  // Megatron-Core's default
+  const auto tensorwise = forward("tensorwise");
+  const auto mxfp8 = forward("mxfp8");
+  EXPECT_EQ(op_named(delayed, "expert_fc1").kernels, 16);
+  EXPECT_EQ(op_named(delayed, "fp8_cast_transpose_expert_fc1_input").kernels, 1);
+  EXPECT_EQ(op_named(tensorwise, "fp8_cast_transpose_expert_fc1_input").kernels, 64);
+  EXPECT_EQ(op_named(mxfp8, "fp8_cast_transpose_expert_fc1_input").kernels, 16);
+  EXPECT_EQ(op_named(tensorwise, "fp8_cast_transpose_attn_proj_input").kernels, 4);
+  EXPECT_EQ(op_named(delayed, "fp8_cast_transpose_attn_proj_input").kernels, 1);
+  // Current scaling reads the 16-bit tensor twice: 2 + 2 + 2 bytes an element instead of 2 + 2.
+  EXPECT_DOUBLE_EQ(op_named(tensorwise, "fp8_cast_transpose_attn_proj_input").bytes,
+                   1.5 * op_named(delayed, "fp8_cast_transpose_attn_proj_input").bytes);
+  // Dropless routing makes the host wait for the token counts before the dispatch; padding to
+  // the capacity does not.
+  EXPECT_TRUE(op_named(delayed, "ep_dispatch").host_waits_for_gpu);
+  auto padded = j;
+  padded["training"]["moe_expert_capacity_factor"] = 1.0;
+  padded["training"]["moe_pad_expert_input_to_capacity"] = true;
+  EXPECT_FALSE(op_named(layer_forward_ops(test::parse(padded), moe), "ep_dispatch").host_waits_for_gpu);
+}
+
+TEST(Moe, Fp8RecipeNeedsFp8AndAKnownName) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["training"]["fp8_recipe"] = "tensorwise";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.fp8_recipe", "needs precision = \"fp8\"");
+  j["training"]["precision"] = "fp8";
+  j["training"]["fp8_recipe"] = "current";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.fp8_recipe", "tensorwise");
+}
+
+}  // namespace
+}  // namespace megasim
