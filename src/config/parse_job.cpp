@@ -112,6 +112,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   s.moe_token_dispatcher_type = r.enum_opt("moe_token_dispatcher_type", kDispatchers).value_or(s.moe_token_dispatcher_type);
   s.moe_flex_dispatcher_backend =
       r.enum_opt("moe_flex_dispatcher_backend", kFlexBackends).value_or(s.moe_flex_dispatcher_backend);
+  if (const auto n = r.int_opt("moe_flex_dispatcher_num_sms", 1, 1024)) s.moe_flex_dispatcher_num_sms = static_cast<int>(*n);
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_shared_expert_overlap", s.moe_shared_expert_overlap);
   flag("overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <string>
 
 #include "megasim/catalogs/hardware_profile_reader.hpp"
 #include "megasim/catalogs/nccl_model_reader.hpp"
+#include "megasim/core/error.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/hw/kernel_time.hpp"
@@ -43,12 +45,36 @@ CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_g
   return g;
 }
 
+namespace {
+
+// DeepEP's and HybridEP's kernels hold a fixed number of SMs for the whole dispatch or combine
+// (Megatron-Core transformer_config.py: moe_deepep_num_sms, "historical default 20"; Megatron-
+// Bridge's dispatcher guide: HybridEP "default 16"); compute beside them runs on the rest, as it
+// does beside NCCL's channels. The Megatron-Core MoE report (arXiv 2603.07685, section 4) puts
+// DeepEP's 20 SMs at "roughly 20% GEMM-efficiency overhead": 132 / (132 - 20) = 1.18 on H100.
+double ep_overlap_slowdown(const JobSpec& job, const HardwareProfile& hw, double nccl_slowdown) {
+  const SystemSpec& s = job.system;
+  if (s.moe_token_dispatcher_type != MoeDispatcher::Flex) return nccl_slowdown;
+  const int sms = std::max(1, hw.gemm.sm_count);
+  const int held = s.moe_flex_dispatcher_num_sms.value_or(s.moe_flex_dispatcher_backend == FlexBackend::DeepEp ? 20 : 16);
+  if (held >= sms) {
+    throw InputError("system.moe_flex_dispatcher_num_sms",
+                     "must leave SMs for compute: below the GPU's " + std::to_string(sms) + " SMs");
+  }
+  return static_cast<double>(held) / static_cast<double>(sms - held);
+}
+
+}  // namespace
+
 Context make_context(const JobSpec& job, const StepCostData& data) {
   const int domain = nvlink_domain_gpus(job.cluster);
-  return Context{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, domain),
-                 group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
-                 overlap_compute_slowdown(data.hw) - 1.0,
-                 group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
+  const double nccl_slowdown = overlap_compute_slowdown(data.hw) - 1.0;
+  Context c{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, domain),
+            group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
+            nccl_slowdown,
+            group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
+  c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
+  return c;
 }
 
 namespace {

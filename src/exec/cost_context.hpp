@@ -31,6 +31,9 @@ struct Context {
   double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
   // The expert-parallel group: EP ranks ETP apart (Megatron-Core's expert grid, ETP innermost).
   CollGroupShape ep_group;
+  // The same fraction beside the MoE dispatch and combine: NCCL's channels for alltoall and
+  // allgather, the flex dispatcher's own SMs for DeepEP / HybridEP (ep_overlap_slowdown()).
+  double ep_overlap_slowdown = 0;
 };
 
 Context make_context(const JobSpec& job, const StepCostData& data);

@@ -256,6 +256,9 @@ struct SystemSpec {
   // MoE (DESIGN.md A4).
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::AllToAll;
   FlexBackend moe_flex_dispatcher_backend = FlexBackend::DeepEp;
+  // SMs the flex dispatcher's kernels hold (Megatron-Core moe_flex_dispatcher_num_sms); unset:
+  // the backend's default, DeepEP 20, HybridEP 16.
+  std::optional<int> moe_flex_dispatcher_num_sms;
   bool moe_grouped_gemm = true;
   bool moe_shared_expert_overlap = false;
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all / compute overlap

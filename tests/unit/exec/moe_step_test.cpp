@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "megasim/config/catalog.hpp"
+#include "megasim/core/error.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
@@ -132,6 +133,23 @@ TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
                        true)
                 .host_wait_s,
             0.0);
+}
+
+// DeepEP's kernels hold their SMs for the whole dispatch and combine: overlapped compute runs on
+// the rest, 132 / (132 - 20) = 1.18x slower on an H100 at DeepEP's default 20, less with fewer.
+TEST(MoeStep, FlexDispatcherSmsSlowTheComputeItHidesBehind) {
+  SimulateOptions o;
+  o.engine = EngineKind::Analytic;
+  auto exposed = [&](const std::string& sms) {
+    std::vector<std::string> s{"parallel.expert_model_parallel_size=16", "system.overlap_moe_expert_parallel_comm=true",
+                               "system.moe_token_dispatcher_type=flex", "training.moe_router_force_load_balancing=true"};
+    if (!sms.empty()) s.push_back("system.moe_flex_dispatcher_num_sms=" + sms);
+    return simulate_step(qwen3_30b(s), catalog(), o).breakdown.exposed_ep_comm_s;
+  };
+  const double deepep_default = exposed("");
+  EXPECT_DOUBLE_EQ(deepep_default, exposed("20"));
+  EXPECT_GT(deepep_default, exposed("8"));
+  EXPECT_THROW(exposed("132"), InputError);
 }
 
 }  // namespace
