@@ -215,12 +215,13 @@ ReliabilityCatalog reliability_from_json(const json& j, const std::string& path)
   {
     const std::string p = join_path(path, "comm_init");
     const json& c = section("comm_init");
-    require_known_keys(c, p, {"tcpstore_op", "redis_ops_per_s", "group_fixed", "store_ops_per_rank_per_barrier"});
+    require_known_keys(c, p, {"tcpstore_op", "redis_ops_per_s", "group_fixed", "store_ops_per_rank_per_barrier", "store_connect"});
     cat.comm_init.tcpstore_op_s = rd.time_s(c, "tcpstore_op", p);
     cat.comm_init.redis_ops_per_s = rd.number(c, "redis_ops_per_s", p, 1, 1e12);
     cat.comm_init.group_fixed_s = rd.time_s(c, "group_fixed", p);
     cat.comm_init.store_ops_per_rank_per_barrier =
         static_cast<int>(rd.number(c, "store_ops_per_rank_per_barrier", p, 1, 100));
+    cat.comm_init.store_connect_s = rd.time_s(c, "store_connect", p);
   }
   return cat;
 }

@@ -107,6 +107,8 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   if (const auto d = r.number_opt("straggler_slowdown", 0.0, 100.0)) s.straggler_slowdown = *d;
   if (const auto st = r.string_opt("comm_init_store")) s.comm_init_store = parse_comm_init_store(*st, r.path_of("comm_init_store"));
   flag("comm_init_ordered", s.comm_init_ordered);
+  flag("comm_init_lazy", s.comm_init_lazy);
+  flag("gloo_process_groups", s.gloo_process_groups);
   flag("grad_reduce_in_fp32", s.grad_reduce_in_fp32);
   flag("tp_fp8_forward_reduce_scatter", s.tp_fp8_forward_reduce_scatter);
   s.moe_token_dispatcher_type = r.enum_opt("moe_token_dispatcher_type", kDispatchers).value_or(s.moe_token_dispatcher_type);

@@ -19,10 +19,8 @@ double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp
 }
 
 double communicator_startup_s(const JobSpec& job, const Catalog& catalog) {
-  return communicator_startup_for_plan_s(
-      job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
-      job.parallel.pipeline_model_parallel_size, job.parallel.context_parallel_size,
-      job.system.comm_init_store, job.system.comm_init_ordered, catalog);
+  const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
+  return model_comm_init(job, rel.comm_init).total_s;
 }
 
 }  // namespace megasim

@@ -35,8 +35,40 @@ std::vector<CommGroupKind> megatron_comm_groups(std::int64_t num_gpus, int tp, i
   return g;
 }
 
+namespace {
+
+bool is_gloo(const CommGroupKind& kind) { return kind.name.size() > 5 && kind.name.compare(kind.name.size() - 5, 5, "-gloo") == 0; }
+
+// Today's PyTorch (comm_init.hpp): rendezvous, NCCL unique ids and gloo meshes through the one
+// store, then each rank's own communicators in turn.
+CommInitResult lazy_comm_init(const CommInitInput& in, const CommInitConstants& k) {
+  CommInitResult r;
+  const double n = static_cast<double>(in.num_gpus);
+  r.rendezvous_s = n * k.store_connect_s;
+  int own_communicators = in.num_gpus > 1 ? 1 : 0;  // the world communicator of the first barrier
+  r.store_ops = n;                                   // its unique id: one set, n - 1 gets
+  for (const auto& kind : in.groups) {
+    if (kind.count <= 0 || kind.size <= 1) continue;
+    const double groups = static_cast<double>(kind.count);
+    const double size = static_cast<double>(kind.size);
+    if (is_gloo(kind)) {
+      r.store_ops += groups * size * size;  // each member: its address, then every other's
+    } else {
+      r.store_ops += groups * size;
+      ++own_communicators;
+    }
+  }
+  r.store_s = in.store == CommInitStore::TcpStore ? r.store_ops * k.tcpstore_op_s : r.store_ops / k.redis_ops_per_s;
+  r.group_fixed_s = own_communicators * k.group_fixed_s;
+  r.total_s = r.rendezvous_s + r.store_s + r.group_fixed_s;
+  return r;
+}
+
+}  // namespace
+
 CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants& k) {
   if (in.num_gpus <= 0) throw InputError("cluster.num_gpus", "must be > 0");
+  if (in.lazy) return lazy_comm_init(in, k);
   CommInitResult r;
   std::int64_t group_creations = 0;  // serialised group-creation rounds
   for (const auto& kind : in.groups) {
@@ -63,14 +95,21 @@ CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants&
   return r;
 }
 
+std::vector<CommGroupKind> job_comm_groups(const JobSpec& job) {
+  std::vector<CommGroupKind> g = megatron_comm_groups(job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
+                                                      job.parallel.pipeline_model_parallel_size,
+                                                      job.parallel.context_parallel_size);
+  if (!job.system.gloo_process_groups) std::erase_if(g, is_gloo);
+  return g;
+}
+
 CommInitResult model_comm_init(const JobSpec& job, const CommInitConstants& k) {
   CommInitInput in;
   in.num_gpus = job.cluster.num_gpus;
-  in.groups = megatron_comm_groups(job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
-                                   job.parallel.pipeline_model_parallel_size,
-                                   job.parallel.context_parallel_size);
+  in.groups = job_comm_groups(job);
   in.store = job.system.comm_init_store;
   in.ordered = job.system.comm_init_ordered;
+  in.lazy = job.system.comm_init_lazy;
   return model_comm_init(in, k);
 }
 

@@ -248,6 +248,10 @@ struct SystemSpec {
   std::optional<double> straggler_slowdown;
   CommInitStore comm_init_store = CommInitStore::TcpStore;  // "tcpstore" | "redis"
   bool comm_init_ordered = false;             // O(n) instead of O(n^2) global barriers
+  // Today's PyTorch: new_group() without a global barrier, NCCL communicators created lazily
+  // (goodput/comm_init.hpp); off, the 2023 behaviour MegaScale measured.
+  bool comm_init_lazy = false;
+  bool gloo_process_groups = true;            // Megatron-Core create_gloo_process_groups
   bool grad_reduce_in_fp32 = true;            // Megatron forces fp32 grad reduce for bf16
   // FP8 training with TP overlap: the forward reduce-scatters of the row-parallel linears
   // (attention projection, FC2) move FP8 (Transformer Engine userbuffers' fp8_buf on

@@ -1,6 +1,6 @@
 #pragma once
-// Start-up cost of a job: communicator initialisation for its process groups (MegaScale
-// §3.5), from the goodput module's model and the system's store/ordering switches.
+// Start-up cost of a job: communicator initialisation for its process groups (MegaScale §3.5,
+// and today's lazy PyTorch), from the goodput module's model and the system's switches.
 #include "megasim/config/specs.hpp"
 
 namespace megasim {
@@ -8,7 +8,8 @@ namespace megasim {
 class Catalog;
 
 double communicator_startup_s(const JobSpec& job, const Catalog& catalog);
-// Same for a bare GPU count with MegaScale's 175B plan (TP 8, PP 8), as the paper measured.
+// MegaScale's measurement: a bare GPU count and plan with the 2023 PyTorch behaviour (a global
+// barrier per group, communicators built as the groups are created), store and ordering given.
 double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp,
                                        CommInitStore store, bool ordered,
                                        const Catalog& catalog);

@@ -12,6 +12,22 @@
 // one at a time (cost per op x ops); a Redis-style store serves clients concurrently, bounded
 // by its request throughput. Every group creation also pays a fixed serialised cost (NCCL
 // communicator bootstrap + barrier wake-up) that no store change removes.
+//
+// Today's PyTorch (lazy = true): new_group() ends with no barrier (TORCH_DIST_INIT_BARRIER
+// defaults to 0 since PyTorch 2.1, distributed_c10d.py _is_barrier_after_init) and a
+// non-member returns before touching the store; NCCL communicators are created at a group's
+// first collective (ProcessGroupNCCL is lazy without init_process_group's device_id, which
+// Megatron-Core stopped passing in commit dcc6634c, 2024-09). So the start-up is
+//   rendezvous: every rank connects to the one (libuv) TCPStore server, one after another;
+//   NCCL unique ids: each communicator's rank 0 sets its id, the other members get it - all
+//     groups of a kind at once, the store serving the ops one at a time;
+//   gloo groups (Megatron-Core's create_gloo_process_groups): Gloo connects a full mesh at
+//     creation, each member setting its address and getting every other member's (gloo tcp
+//     context.cc connectFullMesh): size^2 store ops per group;
+//   each rank then builds its own communicators one after another (one per kind it is in,
+//     plus the world communicator of Megatron's first barrier): group_fixed_s each.
+// The Python loop in which every rank calls new_group for every group (a non-member's call is
+// bookkeeping only) is not counted.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +51,7 @@ struct CommInitConstants {
   double redis_ops_per_s = 0;         // request throughput of one Redis server
   double group_fixed_s = 0;           // serialised cost per group creation (NCCL bootstrap etc.)
   int store_ops_per_rank_per_barrier = 2;  // add() + the final check that sees the full count
+  double store_connect_s = 0;         // one rank's rendezvous connection to the TCPStore server
 };
 
 struct CommInitInput {
@@ -42,6 +59,7 @@ struct CommInitInput {
   std::vector<CommGroupKind> groups;
   CommInitStore store = CommInitStore::TcpStore;
   bool ordered = false;
+  bool lazy = false;  // today's PyTorch: no barrier per group, NCCL communicators at first use
 };
 
 struct CommInitResult {
@@ -50,6 +68,7 @@ struct CommInitResult {
   double group_fixed_s = 0;     // serialised group-creation cost
   std::int64_t barriers = 0;    // global barriers executed
   double store_ops = 0;         // store ops issued in total (all ranks, all barriers)
+  double rendezvous_s = 0;      // lazy: every rank's connection to the store
 };
 
 // The groups Megatron-LM (commit 285068c8, MegaScale's baseline) creates for a TP/PP/CP plan on
@@ -58,11 +77,16 @@ struct CommInitResult {
 // sizes do not divide num_gpus.
 std::vector<CommGroupKind> megatron_comm_groups(std::int64_t num_gpus, int tp, int pp, int cp);
 
+// The group kinds of a job as it runs them: megatron_comm_groups less the gloo twins when
+// system.gloo_process_groups is off.
+std::vector<CommGroupKind> job_comm_groups(const JobSpec& job);
+
 // Pure: start-up time of the communicator initialisation.
 CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants& k);
 
-// Convenience for a job: Megatron groups of its plan, store and ordering from job.system
-// (comm_init_store, comm_init_ordered). This is the figure to report as StepReport::startup_s.
+// Convenience for a job: Megatron groups of its plan (without the gloo twins when
+// system.gloo_process_groups is off), store, ordering and laziness from job.system
+// (comm_init_store, comm_init_ordered, comm_init_lazy). This is StepReport::startup_s.
 CommInitResult model_comm_init(const JobSpec& job, const CommInitConstants& k);
 
 }  // namespace megasim
