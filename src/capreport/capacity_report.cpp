@@ -132,8 +132,13 @@ CapacityReport build_capacity_report(const JobSpec& job, const SimulateFn& simul
       "GPU counts are scaled by keeping TP, PP, VPP and CP fixed and adjusting the data-parallel size.",
       "Step results come from megasim's step simulation; stragglers are modelled there "
       "(system.straggler_*), not again in the goodput model.",
-      std::string("Start-up = communicator initialisation (MegaScale §3.5 mechanism: store-based barriers on ") +
-          to_string(job.system.comm_init_store) + (job.system.comm_init_ordered ? ", ordered init" : ", unordered init") + ").",
+      job.system.comm_init_lazy
+          ? std::string("Start-up = communicator initialisation as today's PyTorch runs it (no barrier per group, "
+                        "NCCL communicators built at first use; rendezvous, unique ids") +
+                (job.system.gloo_process_groups ? " and gloo full meshes" : "") + " through one " +
+                to_string(job.system.comm_init_store) + " store)."
+          : std::string("Start-up = communicator initialisation (MegaScale §3.5 mechanism: store-based barriers on ") +
+                to_string(job.system.comm_init_store) + (job.system.comm_init_ordered ? ", ordered init" : ", unordered init") + ").",
       "Failures arrive as independent Poisson processes per GPU, node, link or job, during running "
       "time only; rates are scaled from the catalog's observation window.",
       "Lost work = time since the last checkpoint that finished its background write.",

@@ -196,10 +196,9 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
     }
   }
   t.precision = r.enum_opt("precision", kPrecisions).value_or(t.precision);
-  if (const auto recipe = r.enum_opt("fp8_recipe", kFp8Recipes)) {
-    if (t.precision != Precision::Fp8) throw InputError(r.path_of("fp8_recipe"), "needs precision = \"fp8\"");
-    t.fp8_recipe = *recipe;
-  }
+  // Read whatever the precision, and used only under fp8, as Megatron-Core reads --fp8-recipe:
+  // a what-if that switches an FP8 job to bf16 keeps its recipe line.
+  t.fp8_recipe = r.enum_opt("fp8_recipe", kFp8Recipes).value_or(t.fp8_recipe);
   t.optimizer = r.enum_opt("optimizer", kOptimizers).value_or(t.optimizer);
   if (const auto tokens = r.number_opt("train_tokens", 0.0, 1e30)) {
     if (!(*tokens > 0)) throw InputError(r.path_of("train_tokens"), "must be positive");

@@ -180,6 +180,15 @@ void check_precision_and_system(const JobSpec& job) {
     throw InputError("training.precision",
                      "fp8 needs FP8 tensor cores; GPU \"" + job.cluster.gpu.name + "\" has none (peak_fp8 unset)");
   }
+  // MXFP8's block scales are Blackwell tensor-core formats (Transformer Engine runs the mxfp8
+  // recipe on compute capability 10.0 and newer only).
+  if (job.training.precision == Precision::Fp8 && job.training.fp8_recipe == Fp8Recipe::Mxfp8 &&
+      job.cluster.gpu.architecture_sm < 100) {
+    throw InputError("training.fp8_recipe", "mxfp8 needs a Blackwell GPU (compute capability 10.0+); GPU \"" +
+                                                job.cluster.gpu.name + "\" is " +
+                                                std::to_string(job.cluster.gpu.architecture_sm / 10) + "." +
+                                                std::to_string(job.cluster.gpu.architecture_sm % 10));
+  }
   if (job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage < 2) {
     throw InputError("system.dp_reduce_every_micro_batch",
                      "needs parallel.zero_stage >= 2 (only sharded gradients are reduced every micro-batch)");

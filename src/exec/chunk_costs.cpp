@@ -110,8 +110,8 @@ double exposed_beside_s(double comm_s, double beside_s, double slowdown) {
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
   const SystemSpec& sys = c.job.system;
   if (sys.overlap_moe_expert_parallel_comm) {
-    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, b.compute_s, c.ep_overlap_slowdown);
-    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, f.compute_s, c.ep_overlap_slowdown);
+    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, b.compute_s - b.host_wait_s, c.ep_overlap_slowdown);
+    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, f.compute_s - f.host_wait_s, c.ep_overlap_slowdown);
   } else if (sys.moe_shared_expert_overlap) {
     ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, f.shared_expert_s, c.ep_overlap_slowdown);
     ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, b.shared_expert_s, c.ep_overlap_slowdown);

@@ -239,9 +239,10 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
   if (count == 0) engine_.schedule_after(SimTime::from_ps(0), [this, r, t] { finish(r, t); });
 }
 
-// One plan per DP group of the stage (one per TP/CP rank), lowered, routed and split into
-// simulated and isolated edges once per (stage, kind, size); the lowered plan itself is not
-// kept (at 98,304 GPUs its flow list is the bulk of the memory).
+// One plan per DP group of the stage (one per TP/CP rank), routed and split into simulated and
+// isolated edges once per (stage, kind, size). Lowered once per (kind, size): the first lowering
+// is kept (lowered_dp_) and every other DP group's plan is its shift (shifted_plan); the other
+// lowered plans are dropped once prepared.
 const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecutor::collective_plans(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);

@@ -151,7 +151,8 @@ double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const
     const std::size_t i = (s + n) % ops.size();
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
-      run.push_back({comm_op_time_s(c, op, op.comm_bytes), 1});
+      const int pieces = op.tp_overlap_path ? chunks : 1;
+      run.push_back({pieces * comm_op_time_s(c, op, op.comm_bytes / pieces), pieces});
     } else {
       run.push_back({op_s[i], runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels});
     }
@@ -184,14 +185,16 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
   }
   // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
   // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured). Where the host waits
-  // for the GPU mid-pass it cannot run ahead: the GPU's idle time after the wait replaces the
-  // rate bound (it includes it: the GPU cannot finish before the host has launched everything).
+  // for the GPU mid-pass it cannot run ahead: the GPU also idles after the wait. The queue counts
+  // the pass's collectives at their serial time; where overlap later hides them, the host still
+  // had to launch everything, so the rate bound stays a floor.
+  const double rate_bound_s = t.kernels * c.hw.host_dispatch_s;
   const auto wait = std::find_if(ops.begin(), ops.end(), [](const LayerOp& op) { return op.host_waits_for_gpu; });
   if (wait != ops.end()) {
     t.host_wait_s = host_wait_idle_s(c, ops, op_s, static_cast<std::size_t>(wait - ops.begin()), chunks);
-    t.compute_s += t.host_wait_s;
+    t.compute_s = std::max(t.compute_s + t.host_wait_s, rate_bound_s);
   } else {
-    t.compute_s = std::max(t.compute_s, t.kernels * c.hw.host_dispatch_s);
+    t.compute_s = std::max(t.compute_s, rate_bound_s);
   }
   return t;
 }

@@ -1,5 +1,6 @@
 #include "megasim/goodput/comm_init.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "megasim/config/specs.hpp"
@@ -96,9 +97,25 @@ CommInitResult model_comm_init(const CommInitInput& in, const CommInitConstants&
 }
 
 std::vector<CommGroupKind> job_comm_groups(const JobSpec& job) {
-  std::vector<CommGroupKind> g = megatron_comm_groups(job.cluster.num_gpus, job.parallel.tensor_model_parallel_size,
-                                                      job.parallel.pipeline_model_parallel_size,
-                                                      job.parallel.context_parallel_size);
+  const std::int64_t n = job.cluster.num_gpus;
+  const int tp = job.parallel.tensor_model_parallel_size;
+  const int pp = job.parallel.pipeline_model_parallel_size;
+  const int cp = job.parallel.context_parallel_size;
+  std::vector<CommGroupKind> g = megatron_comm_groups(n, tp, pp, cp);
+  if (job.system.comm_init_lazy) {
+    // Today's Megatron-Core (parallel_state.py initialize_model_parallel) also builds a gloo twin
+    // of the DP-with-CP groups and of the expert-DP groups, the latter even for a dense model
+    // (its expert grid then mirrors the attention grid), and the expert-parallel groups.
+    const std::int64_t dp_cp = n / (static_cast<std::int64_t>(tp) * pp);
+    const int ep = std::max(1, job.parallel.expert_model_parallel_size);
+    const std::int64_t edp = n / (static_cast<std::int64_t>(expert_tensor_parallel_size(job)) * ep * pp);
+    if (dp_cp > 0) g.push_back({"dp-cp-gloo", n / dp_cp, dp_cp});
+    if (edp > 0) g.push_back({"expert-dp-gloo", n / edp, edp});
+    if (ep > 1) {
+      g.push_back({"ep", n / ep, ep});
+      if (edp > 0) g.push_back({"expert-dp", n / edp, edp});
+    }
+  }
   if (!job.system.gloo_process_groups) std::erase_if(g, is_gloo);
   return g;
 }

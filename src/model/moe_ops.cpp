@@ -67,7 +67,8 @@ LayerOp expert_gemm(const JobSpec& job, const Dims& x, const MoeDims& d, std::st
   // moe_grouped_gemm runs in Megatron-Core) loops cuBLAS GEMMs over the experts on 4 streams
   // (TE v2.9 common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm; its single-kernel grouped
   // GEMMs are opt-in: CUTLASS BF16 on Hopper from v2.8, cuBLASLt device-shape from v2.14). The
-  // grouped flag picks the device time (grouped kernel vs a loop of serial GEMMs), not the host's.
+  // grouped flag picks the GEMMs' device time (grouped kernel vs a loop of serial GEMMs); each
+  // launch also pays the device-side launch gap (kernel_launch_overhead_s), as any kernel does.
   op.kernels = static_cast<int>(d.local_experts);
   // Every expert's weights are read once, whatever its rows.
   op.bytes = x.e * (static_cast<double>(d.rows_total) * static_cast<double>(wgrad ? n : k) +

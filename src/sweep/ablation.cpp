@@ -90,7 +90,12 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
   // Communicator start-up (section 3.5): moves startup_s, not the step.
   const std::string store_to = s.comm_init_store == CommInitStore::Redis ? "tcpstore" : "redis";
   f.push_back({"communicator store", {"system.comm_init_store=" + store_to}, to_string(s.comm_init_store), store_to});
-  f.push_back(flip("ordered communicator init", "system.comm_init_ordered", s.comm_init_ordered));
+  if (s.comm_init_lazy) {
+    // Today's PyTorch: no barrier to order; what moves start-up is the gloo groups' full meshes.
+    f.push_back(flip("gloo process groups", "system.gloo_process_groups", s.gloo_process_groups));
+  } else {
+    f.push_back(flip("ordered communicator init", "system.comm_init_ordered", s.comm_init_ordered));
+  }
   return f;
 }
 

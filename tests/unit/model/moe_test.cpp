@@ -260,7 +260,7 @@ const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name
 // Transformer Engine v2.9's launches: GroupedLinear runs one cuBLAS GEMM per local expert;
 // split_quantize fuses the experts' casts into one kernel under delayed scaling only; current
 // scaling (tensorwise) makes four launches per tensor (zero amax, amax, scale, cast) and reads the
-// tensor once more; MXFP8 one per tensor.
+// tensor once more; blockwise and MXFP8 one per tensor.
 TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
   auto j = moe_job("qwen3-30b-a3b");
   j["parallel"]["expert_model_parallel_size"] = 8;  // 16 local experts
@@ -273,11 +273,11 @@ TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
   };
   const auto delayed = forward(nullptr);  // Megatron-Core's default
   const auto tensorwise = forward("tensorwise");
-  const auto mxfp8 = forward("mxfp8");
+  const auto blockwise = forward("blockwise");  // MXFP8 launches alike, on Blackwell
   EXPECT_EQ(op_named(delayed, "expert_fc1").kernels, 16);
   EXPECT_EQ(op_named(delayed, "fp8_cast_transpose_expert_fc1_input").kernels, 1);
   EXPECT_EQ(op_named(tensorwise, "fp8_cast_transpose_expert_fc1_input").kernels, 64);
-  EXPECT_EQ(op_named(mxfp8, "fp8_cast_transpose_expert_fc1_input").kernels, 16);
+  EXPECT_EQ(op_named(blockwise, "fp8_cast_transpose_expert_fc1_input").kernels, 16);
   EXPECT_EQ(op_named(tensorwise, "fp8_cast_transpose_attn_proj_input").kernels, 4);
   EXPECT_EQ(op_named(delayed, "fp8_cast_transpose_attn_proj_input").kernels, 1);
   // Current scaling reads the 16-bit tensor twice: 2 + 2 + 2 bytes an element instead of 2 + 2.
@@ -292,13 +292,17 @@ TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
   EXPECT_FALSE(op_named(layer_forward_ops(test::parse(padded), moe), "ep_dispatch").host_waits_for_gpu);
 }
 
-TEST(Moe, Fp8RecipeNeedsFp8AndAKnownName) {
-  auto j = moe_job("qwen3-30b-a3b");
+TEST(Moe, Fp8RecipeIsAKnownNameAndMxfp8NeedsBlackwell) {
+  auto j = moe_job("qwen3-30b-a3b");  // on H100s
   j["training"]["fp8_recipe"] = "tensorwise";
-  EXPECT_INPUT_ERROR(test::parse(j), "training.fp8_recipe", "needs precision = \"fp8\"");
+  EXPECT_NO_THROW(test::parse(j));  // read but unused under bf16, as Megatron-Core's --fp8-recipe
   j["training"]["precision"] = "fp8";
   j["training"]["fp8_recipe"] = "current";
   EXPECT_INPUT_ERROR(test::parse(j), "training.fp8_recipe", "tensorwise");
+  j["training"]["fp8_recipe"] = "mxfp8";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.fp8_recipe", "needs a Blackwell GPU");
+  j["cluster"] = {{"base", "dgx-b200-ndr-clos"}, {"num_gpus", 64}};
+  EXPECT_NO_THROW(test::parse(j));
 }
 
 }  // namespace
