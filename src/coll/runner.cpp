@@ -5,6 +5,7 @@
 #include <array>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -121,13 +122,26 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
           owner = kShared;
         }
       };
+      // Lowered phases list their flows sorted by (source, destination) (lower_collective), so an
+      // edge's flows are one run and need no index; any other order goes through the map.
+      const bool runs = std::is_sorted(phase.flows.begin(), phase.flows.end(), [](const FlowStep& a, const FlowStep& b) {
+        return std::tie(a.src_gpu, a.dst_gpu) < std::tie(b.src_gpu, b.dst_gpu);
+      });
+      edges.reserve(phase.flows.size());
       for (std::size_t i = 0; i < phase.flows.size(); ++i) {
         const FlowStep& f = phase.flows[i];
-        const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.src_gpu)) << 32) |
-                                  static_cast<std::uint32_t>(f.dst_gpu);
-        const auto [it, fresh] = index.emplace(key, static_cast<int>(edges.size()));
-        if (fresh) edges.emplace_back();
-        const int e = it->second;
+        int e = 0;
+        if (runs) {
+          const bool fresh = i == 0 || phase.flows[i - 1].src_gpu != f.src_gpu || phase.flows[i - 1].dst_gpu != f.dst_gpu;
+          if (fresh) edges.emplace_back();
+          e = static_cast<int>(edges.size()) - 1;
+        } else {
+          const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.src_gpu)) << 32) |
+                                    static_cast<std::uint32_t>(f.dst_gpu);
+          const auto [it, fresh] = index.emplace(key, static_cast<int>(edges.size()));
+          if (fresh) edges.emplace_back();
+          e = it->second;
+        }
         edge_of[i] = e;
         std::array<LinkId, 4> direct{};
         int length = 0;
