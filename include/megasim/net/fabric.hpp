@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,7 @@ class Fabric {
   VertexKind vertex_kind(VertexId v) const;
   int vertex_index(VertexId v) const;          // index within its kind (gpu id, tor id, ...)
   std::string vertex_name(VertexId v) const;
-  const std::vector<LinkId>& out_links(VertexId v) const;  // ascending LinkId
+  std::span<const LinkId> out_links(VertexId v) const;  // ascending LinkId
   std::size_t num_vertices_of(VertexKind kind) const;
   VertexId vertex_of(VertexKind kind, int index) const;
 

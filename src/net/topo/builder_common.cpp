@@ -57,7 +57,7 @@ bool has_scale_out(const ClusterSpec& cluster) {
 }
 
 VertexId add_vertices(FabricImpl& impl, VertexKind kind, int count) {
-  const auto first = static_cast<VertexId>(impl.out.size());
+  const auto first = static_cast<VertexId>(impl.vertices.size());
   for (int i = 0; i < count; ++i) impl.add_vertex(kind, i);
   return first;
 }

@@ -41,7 +41,6 @@ VertexId FabricImpl::add_vertex(VertexKind kind, int index) {
   const auto v = static_cast<VertexId>(vertices.size());
   vertices.push_back(VertexInfo{kind, index});
   by_kind[static_cast<std::size_t>(kind)].push_back(v);
-  out.emplace_back();
   return v;
 }
 
@@ -54,8 +53,6 @@ LinkId FabricImpl::add_link(VertexId a, VertexId b, LinkKind kind, double capaci
   links.push_back(LinkInfo{b, a, latency_ba_s, kind, pidx, has_parallel});
   capacity_Bps.push_back(capacity);
   capacity_Bps.push_back(capacity);
-  out[a].push_back(ab);
-  out[b].push_back(ab + 1);
   return ab;
 }
 
@@ -69,6 +66,21 @@ const FabricGraph& FabricImpl::graph() const {
     }
   });
   return graph_;
+}
+
+std::span<const LinkId> FabricImpl::out_links(VertexId v) const {
+  std::call_once(out_built_, [this] {
+    // Counting sort of the links by source vertex; links are visited in ascending id.
+    out_begin_.assign(vertices.size() + 1, 0);
+    for (const LinkInfo& l : links) ++out_begin_[l.src + 1];
+    for (std::size_t i = 1; i < out_begin_.size(); ++i) out_begin_[i] += out_begin_[i - 1];
+    out_.resize(links.size());
+    std::vector<std::size_t> next(out_begin_.begin(), out_begin_.end() - 1);
+    for (std::size_t l = 0; l < links.size(); ++l) out_[next[links[l].src]++] = static_cast<LinkId>(l);
+  });
+  const std::size_t at = v;
+  if (at >= vertices.size()) throw std::out_of_range("Fabric: vertex " + std::to_string(v) + " out of range");
+  return {out_.data() + out_begin_[at], out_begin_[at + 1] - out_begin_[at]};
 }
 
 void FabricImpl::add_parallel_links(VertexId a, VertexId b, LinkKind kind, double capacity,
@@ -103,7 +115,7 @@ std::string Fabric::link_name(LinkId link) const {
   return name;
 }
 
-std::size_t Fabric::num_vertices() const { return impl_->out.size(); }
+std::size_t Fabric::num_vertices() const { return impl_->vertices.size(); }
 
 VertexKind Fabric::vertex_kind(VertexId v) const { return impl_->vertices[v].kind; }
 int Fabric::vertex_index(VertexId v) const { return impl_->vertices[v].index; }
@@ -128,7 +140,7 @@ std::string Fabric::vertex_name(VertexId v) const {
   return "?";
 }
 
-const std::vector<LinkId>& Fabric::out_links(VertexId v) const { return impl_->out.at(v); }
+std::span<const LinkId> Fabric::out_links(VertexId v) const { return impl_->out_links(v); }
 
 std::size_t Fabric::num_vertices_of(VertexKind kind) const {
   return impl_->by_kind[static_cast<std::size_t>(kind)].size();
