@@ -267,7 +267,10 @@ const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecuto
         if (base == lowered_dp_.end()) lowered_dp_.emplace(base_key, std::make_pair(req, *shifted));
       }
       const CollectivePlan& plan = *shifted;
-      if (task.stage == 0 && dp_keys_.size() < 200000) {
+      // The ECMP statistics read the flows of one DP collective (every TP / CP rank's group of the
+      // first stage): the step's other DP collectives repeat the same rings at other times.
+      if (task.stage == 0 && !dp_keys_source_) dp_keys_source_ = base_key;
+      if (task.stage == 0 && dp_keys_source_ == base_key && dp_keys_.size() < 200000) {
         for (const auto& ph : plan.phases)
           for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
       }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -54,7 +55,7 @@ class DesExecutor {
   const Router& router() const { return router_; }
   const Placement& placement() const { return placement_; }
   const std::vector<LinkSample>& link_samples() const { return samples_; }
-  // Flow keys of every stage-0 DP collective (for the ECMP statistics).
+  // Flow keys of one stage-0 DP collective, every TP / CP rank's group (the ECMP statistics).
   const std::vector<FlowKey>& dp_flow_keys() const { return dp_keys_; }
 
  private:
@@ -131,6 +132,7 @@ class DesExecutor {
   std::map<std::tuple<int, double>, std::pair<CollectiveRequest, CollectivePlan>> lowered_dp_;
   std::vector<char> pipeline_gpu_;  // folded runs: GPUs whose ports carry pipeline transfers
   std::vector<FlowKey> dp_keys_;
+  std::optional<std::tuple<int, double>> dp_keys_source_;  // the (kind, bytes) dp_keys_ come from
   std::vector<LinkSample> samples_;
   double sample_period_s_ = 0;
   std::size_t finished_ = 0;
