@@ -2,7 +2,10 @@
 #include "megasim/config/load.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "config/json_reader.hpp"
 #include "config/sections.hpp"
@@ -43,8 +46,47 @@ bool resolvable(const std::string& prefix) {
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& json_path, const std::string& where) {
+  // A key written twice in one object would leave one of its values silently unread (the parser
+  // keeps the last): an error, named by the object's path.
+  std::vector<std::set<std::string>> seen;  // keys per open object
+  std::vector<std::string> path;            // the keys leading to the current value
+  std::string pending_key;
+  auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+        seen.emplace_back();
+        path.push_back(pending_key);
+        pending_key.clear();
+        break;
+      case E::array_start:
+        path.push_back(pending_key);
+        pending_key.clear();
+        break;
+      case E::object_end:
+        seen.pop_back();
+        path.pop_back();
+        break;
+      case E::array_end: path.pop_back(); break;
+      case E::key: {
+        pending_key = parsed.get<std::string>();
+        if (!seen.empty() && !seen.back().insert(pending_key).second) {
+          // A job file's keys are top-level names ("training.seq_length"); any other file's
+          // value sits at json_path ("model.hidden_size").
+          std::string at = json_path == "CONFIG" ? std::string() : json_path;
+          for (const std::string& k : path)
+            if (!k.empty()) at += (at.empty() ? "" : ".") + k;
+          at += (at.empty() ? "" : ".") + pending_key;
+          throw InputError(at, where + ": key written twice in one object (one value would be ignored)");
+        }
+        break;
+      }
+      case E::value: pending_key.clear(); break;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), callback);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's message repeats the byte offset; keep only its description after ": ".
     std::string what = e.what();

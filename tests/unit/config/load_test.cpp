@@ -102,6 +102,23 @@ TEST(Load, UnreadableAndMalformedFiles) {
   EXPECT_INPUT_ERROR(parse_job(j, cat, bad.parent_path()), "model", "broken-model.json\": not valid JSON at line 1");
 }
 
+// A key written twice in one object would leave one value unread: exit 2 naming it, in the job
+// file (top-level names) and in a section file (under its section).
+TEST(Load, KeyWrittenTwiceIsAnError) {
+  const auto cat = test::catalog();
+  const auto twice = temp_file("twice.json",
+                               "{\"model\": \"llama-3.1-8b\", \"cluster\": {\"base\": \"dgx-h100-ndr-clos\", \"num_gpus\": 8},\n"
+                               " \"training\": {\"seq_length\": 4096, \"global_batch_size\": 64, \"seq_length\": 8192}}\n");
+  EXPECT_INPUT_ERROR(load_job(twice, {}, cat), "training.seq_length", "key written twice in one object");
+  temp_file("twice-model.json", "{\"base\": \"llama-3.1-8b\", \"rope\": {\"theta\": 1, \"theta\": 2}}");
+  auto j = test::small_job();
+  j["model"] = "twice-model.json";
+  EXPECT_INPUT_ERROR(parse_job(j, cat, twice.parent_path()), "model.rope.theta", "key written twice");
+  // The same key in two different objects is fine.
+  const auto apart = temp_file("apart.json", "{\"a\": {\"x\": 1}, \"b\": {\"x\": 2}, \"c\": [{\"x\": 1}, {\"x\": 2}]}");
+  EXPECT_NO_THROW(read_json_file(apart, "model"));
+}
+
 TEST(Load, SectionFilesAndBase) {
   const auto cat = test::catalog();
   const auto dir = temp_file("my-gpu.json", R"({"peak_bf16": "100TFLOPS", "peak_fp32": "10TFLOPS",
