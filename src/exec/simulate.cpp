@@ -90,6 +90,7 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
     r.moe->block_backward_s = costs.moe_block_bwd_s;
   }
   r.startup_s = communicator_startup_s(job, catalog);
+  r.startup_hint = communicator_startup_hint(job, catalog);
   return r;
 }
 

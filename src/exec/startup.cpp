@@ -1,6 +1,7 @@
 #include "megasim/exec/startup.hpp"
 
 #include "megasim/config/catalog.hpp"
+#include "megasim/core/units.hpp"
 #include "megasim/goodput/comm_init.hpp"
 #include "megasim/catalogs/reliability_reader.hpp"
 
@@ -21,6 +22,18 @@ double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp
 double communicator_startup_s(const JobSpec& job, const Catalog& catalog) {
   const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
   return model_comm_init(job, rel.comm_init).total_s;
+}
+
+std::string communicator_startup_hint(const JobSpec& job, const Catalog& catalog) {
+  if (!job.system.comm_init_lazy || !job.system.gloo_process_groups) return "";
+  const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
+  const double with = model_comm_init(job, rel.comm_init).total_s;
+  JobSpec without = job;
+  without.system.gloo_process_groups = false;
+  const double rest = model_comm_init(without, rel.comm_init).total_s;
+  if (with < 600.0 || with - rest < 0.5 * with) return "";
+  return "mostly gloo process groups' full-mesh connects; system.gloo_process_groups=false "
+         "(Megatron-Core --disable-gloo-process-groups) gives " + format_time(rest);
 }
 
 }  // namespace megasim

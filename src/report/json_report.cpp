@@ -145,7 +145,10 @@ void print_text_report(const StepReport& r, std::ostream& out) {
     }
   }
   if (r.time_to_train_days) line(out, "time to train", fmt("%.2f days", *r.time_to_train_days));
-  if (r.startup_s > 0) line(out, "communicator start-up", format_time(r.startup_s));
+  if (r.startup_s > 0) {
+    line(out, "communicator start-up",
+         format_time(r.startup_s) + (r.startup_hint.empty() ? std::string() : " (" + r.startup_hint + ")"));
+  }
   out << "  step-time breakdown:\n";
   const double t = r.step_time_s;
   share(out, "compute", r.breakdown.compute_s, t);

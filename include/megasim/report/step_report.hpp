@@ -100,6 +100,7 @@ struct StepReport {
   std::vector<LinkLoad> busiest_links;   // DES only
   std::optional<StepEcmpSummary> ecmp;         // DES only
   double startup_s = 0;                  // communicator initialisation (start-up cost)
+  std::string startup_hint;              // text report only: what would shorten a long start-up
   std::optional<MoeSummary> moe;
 };
 

@@ -7,6 +7,7 @@
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
+#include "megasim/exec/startup.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
@@ -342,6 +343,25 @@ TEST(OptimizerStep, AdamIsMemoryBound) {
   EXPECT_NEAR(optimizer_step_time_s(j, hw, 3), expect, 1e-12);
   j.training.optimizer = Optimizer::Lamb;
   EXPECT_GT(optimizer_step_time_s(j, hw, 3), expect);
+}
+
+}  // namespace
+}  // namespace megasim
+
+namespace megasim {
+namespace {
+
+// A start-up of days that is mostly Megatron-Core's gloo meshes says what to turn off.
+TEST(Startup, LongGlooDominatedStartUpNamesTheSwitch) {
+  const Catalog cat = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const std::string bench = std::string(MEGASIM_SOURCE_DIR) + "/configs/bench/llama-3.1-70b-98304-h100.json";
+  const JobSpec with_gloo = load_job(bench, {"system.gloo_process_groups=true"}, cat);
+  const std::string hint = communicator_startup_hint(with_gloo, cat);
+  EXPECT_NE(hint.find("system.gloo_process_groups=false"), std::string::npos) << hint;
+  EXPECT_GT(communicator_startup_s(with_gloo, cat), 86400.0);
+  EXPECT_TRUE(communicator_startup_hint(load_job(bench, {}, cat), cat).empty());  // gloo off: minutes
+  const JobSpec small = load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/llama-3.1-70b-1024-h100.json", {}, cat);
+  EXPECT_TRUE(communicator_startup_hint(small, cat).empty());  // 34 s: nothing to say
 }
 
 }  // namespace
