@@ -89,8 +89,9 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
     r.moe->block_forward_s = costs.moe_block_fwd_s;
     r.moe->block_backward_s = costs.moe_block_bwd_s;
   }
-  r.startup_s = communicator_startup_s(job, catalog);
-  r.startup_hint = communicator_startup_hint(job, catalog);
+  const CommunicatorStartup startup = communicator_startup(job, catalog);
+  r.startup_s = startup.seconds;
+  r.startup_hint = startup.hint;
   return r;
 }
 

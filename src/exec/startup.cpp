@@ -19,21 +19,19 @@ double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp
   return model_comm_init(in, rel.comm_init).total_s;
 }
 
-double communicator_startup_s(const JobSpec& job, const Catalog& catalog) {
+CommunicatorStartup communicator_startup(const JobSpec& job, const Catalog& catalog) {
   const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
-  return model_comm_init(job, rel.comm_init).total_s;
-}
-
-std::string communicator_startup_hint(const JobSpec& job, const Catalog& catalog) {
-  if (!job.system.comm_init_lazy || !job.system.gloo_process_groups) return "";
-  const ReliabilityCatalog rel = load_reliability_catalog(catalog.root() / "reliability");
-  const double with = model_comm_init(job, rel.comm_init).total_s;
+  CommunicatorStartup out;
+  out.seconds = model_comm_init(job, rel.comm_init).total_s;
+  if (!job.system.comm_init_lazy || !job.system.gloo_process_groups || out.seconds < 600.0) return out;
   JobSpec without = job;
   without.system.gloo_process_groups = false;
   const double rest = model_comm_init(without, rel.comm_init).total_s;
-  if (with < 600.0 || with - rest < 0.5 * with) return "";
-  return "mostly gloo process groups' full-mesh connects; system.gloo_process_groups=false "
-         "(Megatron-Core --disable-gloo-process-groups) gives " + format_time(rest);
+  if (out.seconds - rest >= 0.5 * out.seconds) {
+    out.hint = "mostly gloo process groups' full-mesh connects; system.gloo_process_groups=false "
+               "(Megatron-Core --disable-gloo-process-groups) gives " + format_time(rest);
+  }
+  return out;
 }
 
 }  // namespace megasim

@@ -9,10 +9,13 @@ namespace megasim {
 
 class Catalog;
 
-double communicator_startup_s(const JobSpec& job, const Catalog& catalog);
-// For the text report: what to change when a start-up of more than ten minutes is mostly the
-// gloo groups' full-mesh connects (Megatron-Core's default at scale); empty otherwise.
-std::string communicator_startup_hint(const JobSpec& job, const Catalog& catalog);
+struct CommunicatorStartup {
+  double seconds = 0;
+  // For the text report: what to change when a start-up of more than ten minutes is mostly the
+  // gloo groups' full-mesh connects (Megatron-Core's default at scale); empty otherwise.
+  std::string hint;
+};
+CommunicatorStartup communicator_startup(const JobSpec& job, const Catalog& catalog);
 // MegaScale's measurement: a bare GPU count and plan with the 2023 PyTorch behaviour (a global
 // barrier per group, communicators built as the groups are created), store and ordering given.
 double communicator_startup_for_plan_s(std::int64_t gpus, int tp, int pp, int cp,
