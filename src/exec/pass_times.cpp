@@ -42,6 +42,17 @@ double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
   return runs_chunked(op, chunks) ? chunked_gemm_time_s(c, op, chunks) : op_time_s(c.hw, c.job.cluster.gpu, op);
 }
 
+// A compute op's kernel launches in the pass: a chunked GEMM launches once per chunk.
+int op_launches(const LayerOp& op, int chunks) { return runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels; }
+
+// A collective on the TP-overlap path runs once per GEMM chunk on 1/chunks of the bytes (each
+// piece pays the collective's latency at the lower bandwidth of its smaller message).
+int collective_pieces(const LayerOp& op, int chunks) { return op.tp_overlap_path ? chunks : 1; }
+double chunked_collective_s(const Context& c, const LayerOp& op, int chunks) {
+  const int pieces = collective_pieces(op, chunks);
+  return pieces * comm_op_time_s(c, op, op.comm_bytes / pieces);
+}
+
 // The backward GEMMs a collective runs beside (LayerOp::beside_gemms), their pass times summed.
 double beside_gemm_s(const LayerOp& op, const std::vector<double>& op_s) {
   double s = 0;
@@ -107,14 +118,11 @@ void megatron_async_collective(const Context& c, const PassState& p, std::size_t
   t.async_exposed_s += beside_exposed_s(s, beside_gemm_s(op, p.op_s), c.overlap_slowdown);
 }
 
-// Regimes 3 and 4: a fused collective of MegaScale's chunked overlap runs once per GEMM chunk on
-// 1/chunks of the bytes (each piece pays the collective's latency and runs at the lower
-// bandwidth of its smaller message; apply_tp_overlap prices what hides); any other is serial.
+// Regimes 3 and 4: a fused collective of MegaScale's chunked overlap runs in pieces
+// (chunked_collective_s; apply_tp_overlap prices what hides); any other is serial.
 void chunked_or_serial_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
   const LayerOp& op = p.ops[i];
-  const int pieces = op.tp_overlap_path ? p.chunks : 1;
-  const double s = pieces * comm_op_time_s(c, op, op.comm_bytes / pieces);
-  (op.tp_overlap_path ? t.overlap_comm_s : t.other_comm_s) += s;
+  (op.tp_overlap_path ? t.overlap_comm_s : t.other_comm_s) += chunked_collective_s(c, op, p.chunks);
 }
 
 void time_collective(const Context& c, const PassState& p, std::size_t i, PassTimes& t) {
@@ -151,10 +159,9 @@ double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const
     const std::size_t i = (s + n) % ops.size();
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
-      const int pieces = op.tp_overlap_path ? chunks : 1;
-      run.push_back({pieces * comm_op_time_s(c, op, op.comm_bytes / pieces), pieces});
+      run.push_back({chunked_collective_s(c, op, chunks), collective_pieces(op, chunks)});
     } else {
-      run.push_back({op_s[i], runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels});
+      run.push_back({op_s[i], op_launches(op, chunks)});
     }
   }
   return gpu_idle_behind_host_s(run, c.hw.host_dispatch_s);
@@ -179,7 +186,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
       continue;
     }
     t.compute_s += op_s[i];
-    t.kernels += runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels;
+    t.kernels += op_launches(op, chunks);
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
   }
