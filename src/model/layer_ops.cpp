@@ -20,9 +20,10 @@
 //     then moves 1 byte per element) and the gathered FP8 gradient transposed for the wgrad;
 //   * the other saved FP8 inputs (the LayerNorm output, the activation output) are transposed
 //     for the wgrad GEMM in the backward (read 1, write 1).
-// Not modelled: amax/scale bookkeeping (a few small kernels and one small all-reduce per
-// forward), weight casts (once per step with FP8 parameters), and the 1-byte savings of the
-// fused casts over 16-bit outputs.
+// The casts' kernels and bytes follow training.fp8_recipe (fp8_casts.cpp: current scaling's amax
+// passes). Not modelled: the amax all-reduce over the TP group under current scaling, the
+// delayed recipe's amax-history bookkeeping, weight casts (once per step with FP8 parameters),
+// and the 1-byte savings of the fused casts over 16-bit outputs.
 #include "megasim/model/layer_ops.hpp"
 
 #include <algorithm>
@@ -252,39 +253,6 @@ void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ove
 // Bytes per element of a LayerNorm output that feeds a layer's column-parallel linear.
 double norm_out_bytes(const Dims& x) { return x.fp8 ? 1.0 : x.e; }
 
-// FP8 only: the cast of a 16-bit tensor of `elems` elements to FP8 plus its transpose (read 2,
-// write 1 + 1 bytes per element), as Transformer Engine v2.9 launches it
-// (transformer_engine/pytorch/csrc/quantizer.cpp, extensions/cast.cpp split_quantize):
-//   delayed     one cast-transpose kernel (scale from the amax history); a grouped linear's
-//               experts in one fused multi-tensor kernel (nvte_multi_cast_transpose);
-//   tensorwise  current scaling (Float8CurrentScalingQuantizer): zero the amax, an amax pass
-//               over the tensor (one more read), the scale, then the cast - four kernels, per
-//               expert for a grouped linear (split_quantize fuses delayed scaling only);
-//   mxfp8, blockwise  one kernel computing its block scales inline, per expert.
-void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
-                            std::int64_t splits) {
-  if (!x.fp8) return;
-  const int pieces = static_cast<int>(std::max<std::int64_t>(1, splits));
-  int kernels = 1;
-  double bytes = elems * (x.e + 2.0);
-  switch (x.fp8_recipe) {
-    case Fp8Recipe::Delayed: kernels = 1; break;
-    case Fp8Recipe::Tensorwise:
-      kernels = 4 * pieces;
-      bytes += elems * x.e;
-      break;
-    case Fp8Recipe::Mxfp8:
-    case Fp8Recipe::Blockwise: kernels = pieces; break;
-  }
-  ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, bytes, kernels));
-}
-// FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
-LayerOp fp8_transpose(const std::string& of, double elems) {
-  return mem("fp8_transpose_" + of, OpKind::Elementwise, 2.0 * elems, 1);
-}
-void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
-  if (x.fp8) ops.push_back(fp8_transpose(of, elems));
-}
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
   if (x.t <= 1) return;
   ops.push_back(comm(name, x.sp ? OpKind::TpReduceScatter : OpKind::TpAllReduce,

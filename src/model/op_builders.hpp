@@ -56,6 +56,8 @@ double forward_rs_bytes(const Dims& x, bool on_overlap_path);
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
                             std::int64_t splits = 1);
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+// The transpose of a saved FP8 tensor for its wgrad GEMM (whatever the precision; callers check).
+LayerOp fp8_transpose(const std::string& of, double elems);
 // dgrad + wgrad of one linear (position of the dgrad GEMM returned; its wgrad follows).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
                            std::int64_t k, bool overlap, bool grad_cast_fused);
