@@ -33,6 +33,7 @@ import torch.distributed as dist
 
 from eager_autocast_layer_h200 import Block
 from gemm_attention_h200 import device_info, start_measurement, write_measurement
+from layer_fwd_bwd_h200 import Stack
 
 DEV = "cuda"
 LAYERS, WARM, REPS = 4, 3, 10
@@ -43,37 +44,24 @@ SHAPES = {
 }
 
 
-class Plain(torch.nn.Module):
-    def __init__(self, blocks, autocast):
-        super().__init__()
-        self.blocks = torch.nn.ModuleList(blocks)
-        self.autocast = autocast
-
-    def forward(self, x):
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
-            for b in self.blocks:
-                x = b(x)
-        return x
-
-
 def build(variant, sh):
     h, heads = sh["h"], sh["heads"]
     fp32 = variant != "bf16"
     blocks = [Block(h, heads, torch.float32 if fp32 else torch.bfloat16) for _ in range(LAYERS)]
     if variant in ("bf16", "autocast"):
-        return Plain(blocks, autocast=variant == "autocast")
+        return Stack(blocks, autocast=variant == "autocast")
     if variant == "fsdp1":
         from torch.distributed.fsdp import BackwardPrefetch, MixedPrecision, ShardingStrategy
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32, buffer_dtype=torch.bfloat16)
-        return FSDP(Plain(blocks, autocast=False), auto_wrap_policy=ModuleWrapPolicy({Block}),
+        return FSDP(Stack(blocks, autocast=False), auto_wrap_policy=ModuleWrapPolicy({Block}),
                     sharding_strategy=ShardingStrategy.FULL_SHARD, mixed_precision=mp, limit_all_gathers=True,
                     backward_prefetch=BackwardPrefetch.BACKWARD_PRE, device_id=torch.cuda.current_device(),
                     use_orig_params=True)
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    stack = Plain(blocks, autocast=False)
+    stack = Stack(blocks, autocast=False)
     for b in stack.blocks:
         fully_shard(b, mp_policy=mp)
     fully_shard(stack, mp_policy=mp)
