@@ -102,13 +102,18 @@ def count_kernels(model, x, dy):
     return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
-def main():
-    out, t0 = start_measurement()
+def one_rank_world(port):
+    """A NCCL process group of one rank on GPU 0 (FSDP needs one), seeded."""
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29511")
+    os.environ.setdefault("MASTER_PORT", str(port))
     torch.cuda.set_device(0)
     dist.init_process_group("nccl", rank=0, world_size=1)
     torch.manual_seed(0)
+
+
+def main():
+    out, t0 = start_measurement()
+    one_rank_world(29511)
     res = {**device_info(), "layers": LAYERS, "warm": WARM, "reps": REPS, "method": __doc__, "rows": []}
     for name, sh in SHAPES.items():
         for variant in ("bf16", "autocast", "fsdp1", "fsdp2"):
