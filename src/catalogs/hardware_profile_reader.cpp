@@ -93,11 +93,13 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   hw.unfused_pass_bw_fraction = sourced_figure(a, ap, "unfused_pass_bw_fraction", 0.01, 1);
   const auto& m = obj(j, path, "memory");
   const std::string mp = join_path(path, "memory");
-  require_known_keys(m, mp, {"latency_s", "elementwise_bw_fraction", "norm_bw_fraction", "copy_bw_fraction"});
+  require_known_keys(m, mp, {"latency_s", "elementwise_bw_fraction", "norm_bw_fraction", "copy_bw_fraction",
+                              "upcast_bw_fraction"});
   hw.memory_latency_s = sourced_figure(m, mp, "latency_s", 0, 1e-3);
   hw.elementwise_bw_fraction = sourced_figure(m, mp, "elementwise_bw_fraction", 0.01, 1);
   hw.norm_bw_fraction = sourced_figure(m, mp, "norm_bw_fraction", 0.01, 1);
   hw.copy_bw_fraction = sourced_figure(m, mp, "copy_bw_fraction", 0.01, 1);
+  hw.upcast_bw_fraction = sourced_figure(m, mp, "upcast_bw_fraction", 0.01, 1);
   const auto& l = obj(j, path, "launch");
   const std::string lp = join_path(path, "launch");
   require_known_keys(l, lp, {"kernel_launch_overhead_s", "host_dispatch_s"});

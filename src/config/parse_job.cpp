@@ -39,6 +39,8 @@ constexpr std::array<EnumName<TpOverlapScope>, 2> kTpOverlapScopes{{{"ffn", TpOv
                                                                    {"all-linears", TpOverlapScope::AllLinears}}};
 constexpr std::array<EnumName<DpOverlapGranularity>, 2> kDpOverlapGranularities{
     {{"chunk", DpOverlapGranularity::Chunk}, {"bucket", DpOverlapGranularity::Bucket}}};
+constexpr std::array<EnumName<FsdpStaging>, 3> kFsdpStagings{
+    {{"none", FsdpStaging::None}, {"fsdp1", FsdpStaging::Fsdp1}, {"fsdp2", FsdpStaging::Fsdp2}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
                                                               {"allgather", MoeDispatcher::AllGather},
                                                               {"flex", MoeDispatcher::Flex}}};
@@ -96,6 +98,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
   flag("autocast_fp32_weights", s.autocast_fp32_weights);
+  s.fsdp_staging = r.enum_opt("fsdp_staging", kFsdpStagings).value_or(s.fsdp_staging);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) {
     attention_auto = !k->has_value();
     if (k->has_value()) s.attention_kernel = **k;

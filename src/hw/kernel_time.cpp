@@ -55,7 +55,8 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const LayerOp& o
       break;
     case OpKind::Elementwise:
       t = op.kernels * hw.memory_latency_s +
-          op.bytes / (gpu.memory_bandwidth_Bps * hw.elementwise_bw_fraction);
+          (op.bytes - op.upcast_bytes) / (gpu.memory_bandwidth_Bps * hw.elementwise_bw_fraction) +
+          op.upcast_bytes / (gpu.memory_bandwidth_Bps * hw.upcast_bw_fraction);
       break;
     case OpKind::Norm:
       t = op.kernels * hw.memory_latency_s +

@@ -465,11 +465,22 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   return ops;
 }
 
+// The forward's kernels as run: those of the layer and autocast's casts. Full recompute replays
+// exactly these; the forward pass adds FSDP's staging of the gathered parameters.
+std::vector<LayerOp> forward_compute_ops(const JobSpec& job, const LayerKind& kind) {
+  std::vector<LayerOp> ops = forward_kernels(job, kind);
+  if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), false);
+  return ops;
+}
+
 }  // namespace
 
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind) {
-  std::vector<LayerOp> ops = forward_kernels(job, kind);
-  if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), false);
+  std::vector<LayerOp> ops = forward_compute_ops(job, kind);
+  if (job.system.fsdp_staging != FsdpStaging::None) {
+    const std::vector<LayerOp> fwd = ops;
+    add_fsdp_staging(ops, job, dims(job, kind), fwd, false);
+  }
   return ops;
 }
 
@@ -478,6 +489,9 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job) { return layer_backw
 std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kind) {
   std::vector<LayerOp> ops = backward_kernels(job, kind);
   if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), true);
+  if (job.system.fsdp_staging != FsdpStaging::None) {
+    add_fsdp_staging(ops, job, dims(job, kind), forward_kernels(job, kind), true);
+  }
   return ops;
 }
 
@@ -533,7 +547,7 @@ std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& ki
   switch (job.training.recompute) {
     case Recompute::None: return {};
     case Recompute::Selective: return selective_recompute_ops(job, kind);
-    case Recompute::Full: return layer_forward_ops(job, kind);
+    case Recompute::Full: return forward_compute_ops(job, kind);
   }
   return {};
 }

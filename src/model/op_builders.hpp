@@ -43,6 +43,11 @@ LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap);
 // The FP32-weight casts torch.autocast adds to a layer's forward or backward op list
 // (system.autocast_fp32_weights; autocast_ops.cpp), from the linears and norms already in it.
 void add_autocast_casts(std::vector<LayerOp>& ops, const Dims& x, bool backward);
+// PyTorch FSDP's per-unit staging copies (system.fsdp_staging; fsdp_staging_ops.cpp) appended
+// to a layer's forward or backward op list; `forward` is the layer's forward kernels, whose
+// linears are the weights staged.
+void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x,
+                      const std::vector<LayerOp>& forward, bool backward);
 
 LayerOp act_fwd(const Dims& x);  // over x.tokens x x.f_local (x.fc1_local in)
 LayerOp act_bwd(const Dims& x);

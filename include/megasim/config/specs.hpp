@@ -27,6 +27,7 @@ enum class TpOverlapScope { Ffn, AllLinears };                        // tp_over
 enum class DpOverlapGranularity { Chunk, Bucket };                    // dp_overlap_granularity
 enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };  // attention_kernel
 enum class CommInitStore { TcpStore, Redis };                         // comm_init_store
+enum class FsdpStaging { None, Fsdp1, Fsdp2 };                        // fsdp_staging
 
 // Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
 struct MoeSpec {
@@ -237,6 +238,11 @@ struct SystemSpec {
   // autocast; FSDP with an FP32 param_dtype). Off in every preset: Megatron and FSDP with a
   // BF16 param_dtype hold BF16 weights.
   bool autocast_fp32_weights = false;
+  // The full-size copies PyTorch FSDP makes of every unit's parameters and gradients each
+  // micro-batch under ZeRO-2/3 ("none": Megatron's buffers gather and reduce in place):
+  // FSDP1 casts the gradient to reduce_dtype and pre-divides it, FSDP2 copies the all-gather
+  // output out and the gradients into the reduce-scatter input (model/fsdp_staging_ops.cpp).
+  FsdpStaging fsdp_staging = FsdpStaging::None;
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
   AttentionKernel attention_kernel = AttentionKernel::FlashV1;

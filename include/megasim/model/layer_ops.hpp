@@ -45,6 +45,7 @@ struct LayerOp {
   OpKind kind = OpKind::Elementwise;
   double flops = 0;               // FLOPs the kernel really executes (attention: causal-halved)
   double bytes = 0;               // HBM bytes read + written (compute ops)
+  double upcast_bytes = 0;        // of an elementwise op's bytes, those of BF16 -> FP32 casts (slower)
   double comm_bytes = 0;          // communication ops only
   std::int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   AttentionShape attn;            // Attention only

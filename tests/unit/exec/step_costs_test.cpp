@@ -121,7 +121,8 @@ TEST(StepCosts, AutocastFp32WeightsAddsTheMeasuredCasts) {
   EXPECT_DOUBLE_EQ(bwd_bytes, 6 * weights + 18 * elems * 2);
   EXPECT_TRUE(layer_forward_ops(mpt("mpt-13b", 2, false)).size() + 2 == layer_forward_ops(on).size());
   // Against the measured block overheads (ms): the forward within 10%, the backward at least
-  // 60% of it (the measurement's backward excess is not all explained by the casts).
+  // 75% of it (80-91% with the weight-gradient casts at the measured upcast rate; the rest of the
+  // measurement's backward excess is not explained by the casts).
   struct Row { const char* model; int mbs; double fwd_ms, bwd_ms; };
   SimulateOptions o;
   o.engine = EngineKind::Analytic;
@@ -132,7 +133,7 @@ TEST(StepCosts, AutocastFp32WeightsAddsTheMeasuredCasts) {
     const double fwd_ms = 1e3 * (a.layer_time.forward_s - b.layer_time.forward_s);
     const double bwd_ms = 1e3 * (a.layer_time.backward_s - b.layer_time.backward_s);
     EXPECT_NEAR(fwd_ms / r.fwd_ms, 1.0, 0.1) << r.model;
-    EXPECT_GT(bwd_ms / r.bwd_ms, 0.6) << r.model;
+    EXPECT_GT(bwd_ms / r.bwd_ms, 0.75) << r.model;
     EXPECT_LT(bwd_ms / r.bwd_ms, 1.05) << r.model;
     EXPECT_GT(a.step_time_s, b.step_time_s) << r.model;
   }
