@@ -41,6 +41,10 @@ constexpr std::array<EnumName<DpOverlapGranularity>, 2> kDpOverlapGranularities{
     {{"chunk", DpOverlapGranularity::Chunk}, {"bucket", DpOverlapGranularity::Bucket}}};
 constexpr std::array<EnumName<FsdpStaging>, 3> kFsdpStagings{
     {{"none", FsdpStaging::None}, {"fsdp1", FsdpStaging::Fsdp1}, {"fsdp2", FsdpStaging::Fsdp2}}};
+constexpr std::array<EnumName<OptimizerImpl>, 4> kOptimizerImpls{{{"fused", OptimizerImpl::Fused},
+                                                                 {"foreach", OptimizerImpl::Foreach},
+                                                                 {"for-loop", OptimizerImpl::ForLoop},
+                                                                 {"decoupled-adamw", OptimizerImpl::DecoupledAdamw}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
                                                               {"allgather", MoeDispatcher::AllGather},
                                                               {"flex", MoeDispatcher::Flex}}};
@@ -99,6 +103,8 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("fused_kernels", s.fused_kernels);
   flag("autocast_fp32_weights", s.autocast_fp32_weights);
   s.fsdp_staging = r.enum_opt("fsdp_staging", kFsdpStagings).value_or(s.fsdp_staging);
+  s.optimizer_implementation =
+      r.enum_opt("optimizer_implementation", kOptimizerImpls).value_or(s.optimizer_implementation);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) {
     attention_auto = !k->has_value();
     if (k->has_value()) s.attention_kernel = **k;

@@ -189,6 +189,12 @@ void check_precision_and_system(const JobSpec& job) {
                                                 std::to_string(job.cluster.gpu.architecture_sm / 10) + "." +
                                                 std::to_string(job.cluster.gpu.architecture_sm % 10));
   }
+  // LAMB is modelled as Apex's FusedLAMB (the one LAMB MegaScale and Megatron-LM use); PyTorch
+  // ships no LAMB to run foreach or per tensor.
+  if (job.training.optimizer == Optimizer::Lamb && job.system.optimizer_implementation != OptimizerImpl::Fused) {
+    throw InputError("system.optimizer_implementation",
+                     "must be \"fused\" with training.optimizer = lamb (Apex FusedLAMB; PyTorch has no LAMB)");
+  }
   if (job.system.dp_reduce_every_micro_batch && job.parallel.zero_stage < 2) {
     throw InputError("system.dp_reduce_every_micro_batch",
                      "needs parallel.zero_stage >= 2 (only sharded gradients are reduced every micro-batch)");

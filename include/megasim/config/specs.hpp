@@ -28,6 +28,7 @@ enum class DpOverlapGranularity { Chunk, Bucket };                    // dp_over
 enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };  // attention_kernel
 enum class CommInitStore { TcpStore, Redis };                         // comm_init_store
 enum class FsdpStaging { None, Fsdp1, Fsdp2 };                        // fsdp_staging
+enum class OptimizerImpl { Fused, Foreach, ForLoop, DecoupledAdamw };  // optimizer_implementation
 
 // Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
 struct MoeSpec {
@@ -243,6 +244,11 @@ struct SystemSpec {
   // FSDP1 casts the gradient to reduce_dtype and pre-divides it, FSDP2 copies the all-gather
   // output out and the gradients into the reduce-scatter input (model/fsdp_staging_ops.cpp).
   FsdpStaging fsdp_staging = FsdpStaging::None;
+  // How the optimizer step runs over the rank's shard (exec/optimizer_step.cpp): one fused
+  // multi-tensor kernel (Apex / Transformer Engine FusedAdam, torch fused=True), PyTorch's
+  // foreach or for-loop AdamW (one pass over the shard per arithmetic step), or Composer's
+  // DecoupledAdamW loop.
+  OptimizerImpl optimizer_implementation = OptimizerImpl::Fused;
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
   AttentionKernel attention_kernel = AttentionKernel::FlashV1;

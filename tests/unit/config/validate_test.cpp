@@ -172,6 +172,14 @@ TEST(Validate, EnumsAndRanges) {
   j["parallel"]["zero_stage"] = 2;
   EXPECT_TRUE(test::parse(j).system.dp_reduce_every_micro_batch);
   j["system"].erase("dp_reduce_every_micro_batch");
+  // LAMB is Apex's FusedLAMB only; PyTorch has no LAMB to run foreach or per tensor.
+  j["training"]["optimizer"] = "lamb";
+  j["system"]["optimizer_implementation"] = "foreach";
+  EXPECT_INPUT_ERROR(test::parse(j), "system.optimizer_implementation", "must be \"fused\" with training.optimizer = lamb");
+  j["system"]["optimizer_implementation"] = "fused";
+  EXPECT_EQ(test::parse(j).training.optimizer, Optimizer::Lamb);
+  j["training"].erase("optimizer");
+  j["system"].erase("optimizer_implementation");
   // FP8 reduce-scatter userbuffers need FP8 training and TP overlap.
   j["system"]["tp_overlap"] = false;
   j["system"]["tp_fp8_forward_reduce_scatter"] = true;
