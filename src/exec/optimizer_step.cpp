@@ -43,10 +43,15 @@ OptimizerTraffic adam_traffic(OptimizerImpl impl, double g) {
 }  // namespace
 
 double optimizer_step_time_s(const JobSpec& job, const HardwareProfile& hw, int stage) {
+  // Under ZeRO each rank updates its shard only: dense parameters sharded over DP x CP, routed
+  // experts' over the expert data-parallel group (Megatron-Core's distributed optimizer, as the
+  // memory model shards their states).
+  const StageParameters sp = stage_parameters_per_gpu(job, stage);
+  const bool sharded = job.parallel.zero_stage >= 1;
   const double dp = static_cast<double>(std::max<std::int64_t>(1, job.parallel.data_parallel_size)) *
                     std::max(1, job.parallel.context_parallel_size);
-  double params = parameters_per_gpu(job, stage);
-  if (job.parallel.zero_stage >= 1) params /= dp;  // each rank updates its shard only
+  const double edp = static_cast<double>(expert_data_parallel_size(job));
+  const double params = sp.dense / (sharded ? dp : 1.0) + sp.expert / (sharded ? edp : 1.0);
   const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
   OptimizerTraffic t = adam_traffic(job.system.optimizer_implementation, grad_b);
   // Megatron and DeepSpeed copy the updated master weights into the 16-bit model weights (2 B);

@@ -8,6 +8,7 @@
 #include "exec/optimizer_step.hpp"
 #include "megasim/catalogs/hardware_profile_reader.hpp"
 #include "megasim/config/catalog.hpp"
+#include "megasim/config/load.hpp"
 #include "megasim/model/params.hpp"
 #include "model/test_jobs.hpp"
 
@@ -65,6 +66,27 @@ TEST(OptimizerStep, ImplementationsAgainstTheMeasuredH100) {
     j.system.optimizer_implementation = r.impl;
     EXPECT_NEAR(1e12 * seconds_per_param(j, hw, r.passes) / r.measured_ms, 1.0, 0.1);
   }
+}
+
+// Under ZeRO the routed experts' shard is over the expert data-parallel group, not DP: Qwen3-30B-A3B
+// on 16 GPUs with EP 8 updates its dense parameters over DP 16 and its experts over EDP 2.
+TEST(OptimizerStep, ExpertsShardOverExpertDataParallel) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const HardwareProfile hw = load_hardware_profile(catalog.entry("hw", "hopper", "hw"), "hw");
+  const JobSpec j = load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/llama-3.1-70b-1024-h100.json",
+                             {"model=qwen3-30b-a3b", "cluster.num_gpus=16", "parallel.tensor_model_parallel_size=1",
+                              "parallel.pipeline_model_parallel_size=1", "parallel.virtual_pipeline_model_parallel_size=1",
+                              "parallel.context_parallel_size=1", "parallel.expert_model_parallel_size=8",
+                              "parallel.sequence_parallel=false", "parallel.zero_stage=1", "training.seq_length=4096",
+                              "training.global_batch_size=16"},
+                             catalog);
+  ASSERT_EQ(expert_data_parallel_size(j), 2);
+  const StageParameters sp = stage_parameters_per_gpu(j, 0);
+  ASSERT_GT(sp.expert, 2 * sp.dense);  // 3.6 B expert and 1.5 B dense parameters per GPU
+  const double bytes = (sp.dense / 16 + sp.expert / 2) * 30.0;
+  const double expect = hw.memory_latency_s + hw.kernel_launch_overhead_s +
+                        bytes / (j.cluster.gpu.memory_bandwidth_Bps * hw.elementwise_bw_fraction);
+  EXPECT_NEAR(optimizer_step_time_s(j, hw, 0) / expect, 1.0, 1e-9);
 }
 
 }  // namespace
