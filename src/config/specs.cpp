@@ -137,6 +137,25 @@ const char* to_string(CommInitStore v) {
   return "?";
 }
 
+const char* to_string(FsdpStaging v) {
+  switch (v) {
+    case FsdpStaging::None: return "none";
+    case FsdpStaging::Fsdp1: return "fsdp1";
+    case FsdpStaging::Fsdp2: return "fsdp2";
+  }
+  return "?";
+}
+
+const char* to_string(OptimizerImpl v) {
+  switch (v) {
+    case OptimizerImpl::Fused: return "fused";
+    case OptimizerImpl::Foreach: return "foreach";
+    case OptimizerImpl::ForLoop: return "for-loop";
+    case OptimizerImpl::DecoupledAdamw: return "decoupled-adamw";
+  }
+  return "?";
+}
+
 CommInitStore parse_comm_init_store(const std::string& text, const std::string& path) {
   // The names are to_string's, so the job parser, validate's rows and the output agree.
   for (const CommInitStore v : {CommInitStore::TcpStore, CommInitStore::Redis})

@@ -71,6 +71,15 @@ void write_job_explanation(const JobSpec& job, const BufferSizes& buffers, std::
         << " · expert DP " << expert_data_parallel_size(job) << " (derived), " << m.moe.num_experts / p.expert_model_parallel_size
         << " experts per GPU, " << to_string(job.system.moe_token_dispatcher_type) << " dispatch\n";
   }
+  // The framework behaviour the step model was priced with (system section; docs/configuration.md).
+  const SystemSpec& sys = job.system;
+  out << "system: " << sys.preset << " preset, attention " << to_string(sys.attention_kernel) << ", "
+      << "optimizer " << to_string(t.optimizer) << " (" << to_string(sys.optimizer_implementation) << "), TP overlap "
+      << (sys.tp_overlap ? to_string(sys.tp_overlap_scope) : "off") << ", DP overlap "
+      << (sys.dp_overlap ? to_string(sys.dp_overlap_granularity) : "off");
+  if (sys.fsdp_staging != FsdpStaging::None) out << ", FSDP staging " << to_string(sys.fsdp_staging);
+  if (sys.autocast_fp32_weights) out << ", autocast over FP32 weights";
+  out << "\n";
   out << "  micro-batches per pipeline " << micro_batches << " of " << t.micro_batch_size
       << " sequences x " << t.seq_length << " tokens\n";
   for (int s = 0; s < p.pipeline_model_parallel_size; ++s) {

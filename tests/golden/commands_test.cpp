@@ -102,7 +102,8 @@ TEST(Cli, CollectiveOnOneA800NodeNearPublished) {
 TEST(Cli, ExplainShowsPlacementAndMemory) {
   const auto r = run({"explain", "megascale-175b-12288", "--max-rows", "4"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s : {"DP 192", "micro-batches per pipeline 32", "placement", "activations", "stage 7"}) {
+  for (const char* s : {"DP 192", "micro-batches per pipeline 32", "placement", "activations", "stage 7",
+                        "system: megascale preset, attention flash-v2, optimizer adam (fused), TP overlap ffn, DP overlap chunk\n"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
   // Counts for people: 175 B parameters, not 1.75e+11.

@@ -306,6 +306,8 @@ const char* to_string(TpOverlapScope v);
 const char* to_string(DpOverlapGranularity v);
 const char* to_string(AttentionKernel v);
 const char* to_string(CommInitStore v);
+const char* to_string(FsdpStaging v);
+const char* to_string(OptimizerImpl v);
 // The store a config names ("tcpstore", "redis"); InputError(path, ...) otherwise.
 CommInitStore parse_comm_init_store(const std::string& text, const std::string& path);
 
