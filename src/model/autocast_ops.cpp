@@ -30,21 +30,12 @@ constexpr double kNormBackwardBytesPerElement = 18.0;
 }  // namespace
 
 void add_autocast_casts(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
-  double params = 0;
-  int linears = 0, norms = 0;
-  for (const LayerOp& op : ops) {
-    if (op.kind == OpKind::Norm) ++norms;
-    if (op.kind != OpKind::Gemm) continue;
-    // A forward linear's weight is n x k; in the backward each weight has one wgrad GEMM
-    // (m x n output over the tokens, its m the weight's other dimension).
-    if (backward && !op.weight_gradient) continue;
-    const double experts = op.expert_rows.empty() ? 1.0 : static_cast<double>(op.expert_rows.size());
-    params += experts * dd(op.gemm_n) * dd(backward ? op.gemm_m : op.gemm_k);
-    ++linears;
-  }
-  if (linears > 0) {
+  int norms = 0;
+  for (const LayerOp& op : ops) norms += op.kind == OpKind::Norm ? 1 : 0;
+  const LinearWeights w = linear_weights(ops, backward);
+  if (w.linears > 0) {
     ops.push_back(mem(backward ? "autocast_weight_grad_casts" : "autocast_weight_casts", OpKind::Elementwise,
-                      kWeightCastBytesPerParam * params, linears));
+                      kWeightCastBytesPerParam * w.total(), w.linears));
     // The backward's are BF16 -> FP32 casts, PyTorch's slower upcast kernel.
     if (backward) ops.back().upcast_bytes = ops.back().bytes;
   }

@@ -38,27 +38,6 @@ namespace megasim::model_detail {
 
 namespace {
 
-struct StagedParams {
-  double dense = 0;   // parameters sharded over DP x CP
-  double expert = 0;  // routed experts' parameters, sharded over expert DP
-};
-
-// The layer's weights, from its forward linears (an n x k weight each; expert GEMMs once per
-// local expert).
-StagedParams forward_weights(const std::vector<LayerOp>& ops) {
-  StagedParams p;
-  for (const LayerOp& op : ops) {
-    if (op.kind != OpKind::Gemm) continue;
-    const double w = dd(op.gemm_n) * dd(op.gemm_k);
-    if (op.expert_rows.empty()) {
-      p.dense += w;
-    } else {
-      p.expert += w * static_cast<double>(op.expert_rows.size());
-    }
-  }
-  return p;
-}
-
 // HBM bytes of staging, and how many of them are BF16 -> FP32 casts (PyTorch's upcast kernel
 // runs at 0.65 of an add's rate: hardware profile memory.upcast_bw_fraction).
 struct StagingBytes {
@@ -100,12 +79,11 @@ StagingBytes staging_bytes(FsdpStaging impl, double params, double shards, doubl
 
 }  // namespace
 
-void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x,
-                      const std::vector<LayerOp>& forward, bool backward) {
+void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const LinearWeights& p,
+                      bool backward) {
   const FsdpStaging impl = job.system.fsdp_staging;
   const int zero = job.parallel.zero_stage;
   if (impl == FsdpStaging::None || zero < 2) return;
-  const StagedParams p = forward_weights(forward);
   const bool gather = !backward || zero >= 3;
   const bool reduce = backward && gradients_reduced_every_micro_batch(job);
   const double dense_shards = dd(std::max<std::int64_t>(1, job.parallel.data_parallel_size)) * dd(x.cp);

@@ -158,6 +158,21 @@ LayerOp mem(std::string name, OpKind kind, double bytes, int kernels) {
   return op;
 }
 
+LinearWeights linear_weights(const std::vector<LayerOp>& ops, bool backward) {
+  LinearWeights w;
+  for (const LayerOp& op : ops) {
+    if (op.kind != OpKind::Gemm || (backward && !op.weight_gradient)) continue;
+    const double one = dd(op.gemm_n) * dd(backward ? op.gemm_m : op.gemm_k);
+    if (op.expert_rows.empty()) {
+      w.dense += one;
+    } else {
+      w.expert += one * static_cast<double>(op.expert_rows.size());
+    }
+    ++w.linears;
+  }
+  return w;
+}
+
 LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap) {
   LayerOp op;
   op.name = std::move(name);
@@ -478,8 +493,7 @@ std::vector<LayerOp> forward_compute_ops(const JobSpec& job, const LayerKind& ki
 std::vector<LayerOp> layer_forward_ops(const JobSpec& job, const LayerKind& kind) {
   std::vector<LayerOp> ops = forward_compute_ops(job, kind);
   if (job.system.fsdp_staging != FsdpStaging::None) {
-    const std::vector<LayerOp> fwd = ops;
-    add_fsdp_staging(ops, job, dims(job, kind), fwd, false);
+    add_fsdp_staging(ops, job, dims(job, kind), linear_weights(ops, false), false);
   }
   return ops;
 }
@@ -490,7 +504,7 @@ std::vector<LayerOp> layer_backward_ops(const JobSpec& job, const LayerKind& kin
   std::vector<LayerOp> ops = backward_kernels(job, kind);
   if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), true);
   if (job.system.fsdp_staging != FsdpStaging::None) {
-    add_fsdp_staging(ops, job, dims(job, kind), forward_kernels(job, kind), true);
+    add_fsdp_staging(ops, job, dims(job, kind), linear_weights(forward_kernels(job, kind), false), true);
   }
   return ops;
 }
@@ -550,55 +564,6 @@ std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& ki
     case Recompute::Full: return forward_compute_ops(job, kind);
   }
   return {};
-}
-
-std::vector<LayerOp> embedding_forward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
-  std::vector<LayerOp> ops;
-  const double n = dd(x.tokens) * dd(x.h);
-  const bool pos = job.model.max_position_embeddings > 0 && !job.model.rope;
-  // Vocab-parallel lookup: each rank gathers the rows it owns (zeros elsewhere), then reduces.
-  ops.push_back(mem("embedding_lookup", OpKind::Elementwise, (pos ? 3.0 : 2.0) * n * x.e, pos ? 2 : 1));
-  add_rs_or_ar(ops, x, "tp_reduce_embedding", false);
-  if (x.hidden_dropout) {
-    ops.push_back(mem("embedding_dropout", OpKind::Elementwise,
-                      2.0 * resid_elems(x) * x.e + resid_elems(x), 1));
-  }
-  return ops;
-}
-
-std::vector<LayerOp> embedding_backward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
-  std::vector<LayerOp> ops;
-  add_ag(ops, x, "tp_all_gather_embedding_grad", false);
-  // Scatter-add of dY rows into the fp32 main-grad of the table.
-  const double n = dd(x.tokens) * dd(x.h);
-  ops.push_back(mem("embedding_grad_scatter_add", OpKind::Elementwise, n * x.e + 2.0 * n * 4.0, 1));
-  return ops;
-}
-
-std::vector<LayerOp> lm_head_forward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
-  std::vector<LayerOp> ops;
-  ops.push_back(norm_fwd(x, "final_norm"));
-  add_ag(ops, x, "tp_all_gather_head", false);
-  ops.push_back(gemm("lm_head", x.tokens, x.vocab_local, x.h, x.e, false));
-  // Vocab-parallel cross-entropy: fp32 cast, max, exp-sum, loss over T x V/t logits (3 passes
-  // over 4-byte logits + the bf16 read); the max/sum all-reduces carry only T floats.
-  const double logits = dd(x.tokens) * dd(x.vocab_local);
-  ops.push_back(mem("cross_entropy", OpKind::Elementwise, logits * (x.e + 3.0 * 4.0), 3));
-  return ops;
-}
-
-std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
-  const Dims x = dims(job);
-  std::vector<LayerOp> ops;
-  const double logits = dd(x.tokens) * dd(x.vocab_local);
-  ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
-  const std::size_t head = add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false, false);  // 16-bit even under fp8
-  add_col_bwd_comm(ops, x, "head", false, {head}, x.e);
-  ops.push_back(norm_bwd(x, "final_norm_bwd"));
-  return ops;
 }
 
 }  // namespace megasim

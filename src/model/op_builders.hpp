@@ -38,22 +38,43 @@ LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, d
 // A transformer layer's linear: FP8 under fp8 training.
 LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool overlap);
 LayerOp mem(std::string name, OpKind kind, double bytes, int kernels);
+
+// The weights behind a layer's op list: its forward linears (an n x k weight each) or, in a
+// backward list, their wgrad GEMMs (m x n output); expert GEMMs count once per local expert.
+struct LinearWeights {
+  double dense = 0;   // parameters sharded over DP x CP
+  double expert = 0;  // routed experts' parameters, sharded over expert DP
+  int linears = 0;    // GEMMs counted
+  double total() const { return dense + expert; }
+};
+LinearWeights linear_weights(const std::vector<LayerOp>& ops, bool backward);
+
+// Shared by the layer and the embedding / LM head (embedding_ops.cpp).
+double resid_elems(const Dims& x);  // elements of the residual stream this rank holds
+LayerOp norm_fwd(const Dims& x, const char* name);
+LayerOp norm_bwd(const Dims& x, const char* name);
+// dgrad + wgrad GEMMs of a linear; returns the dgrad's position, its wgrad follows it.
+std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
+                         std::int64_t k, bool overlap, bool fp8);
 LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap);
 
 // The FP32-weight casts torch.autocast adds to a layer's forward or backward op list
 // (system.autocast_fp32_weights; autocast_ops.cpp), from the linears and norms already in it.
 void add_autocast_casts(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 // PyTorch FSDP's per-unit staging copies (system.fsdp_staging; fsdp_staging_ops.cpp) appended
-// to a layer's forward or backward op list; `forward` is the layer's forward kernels, whose
-// linears are the weights staged.
-void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x,
-                      const std::vector<LayerOp>& forward, bool backward);
+// to a layer's forward or backward op list; `weights` are the layer's, from its forward linears
+// (a backward list's wgrad GEMMs miss the router, whose gradient no GEMM epilogue accumulates).
+void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const LinearWeights& weights,
+                      bool backward);
 
 LayerOp act_fwd(const Dims& x);  // over x.tokens x x.f_local (x.fc1_local in)
 LayerOp act_bwd(const Dims& x);
 // TP all-gather of the SP shard / reduce-scatter (all-reduce without SP) of T x h elements.
 void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
+// The same with 16-bit elements (x.e).
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap);
+void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap);
 double norm_out_bytes(const Dims& x);
 double forward_rs_bytes(const Dims& x, bool on_overlap_path);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in

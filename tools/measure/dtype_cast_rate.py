@@ -16,12 +16,11 @@ the fraction is of the GPU's datasheet HBM bandwidth (given with --peak-Bps; 3.3
 STATUS: run on the lent H100 80GB HBM3, stored as bench/data/h100-dtype-cast-rate.json.
 """
 import argparse
-import json
 import time
 
 import torch
 
-from gemm_attention_h200 import device_info, nvidia_smi, timed
+from gemm_attention_h200 import device_info, timed, write_measurement
 
 SIZES = (1 << 26, 1 << 28, 1 << 30)
 
@@ -55,10 +54,7 @@ def main():
             res["rows"].append(row)
             print(row, flush=True)
         torch.cuda.empty_cache()
-    res["nvidia_smi"] = nvidia_smi()
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
+    write_measurement(res, args.out, t0)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ No allocation retries and no slow-down anywhere up to 78.2 GiB reserved (8.21-8.
 8,192 tokens whatever the ballast); one step further is an out-of-memory error, not a slope.
 """
 import argparse
-import json
 import statistics
 import time
 
@@ -33,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from gemm_attention_h200 import device_info, nvidia_smi
+from gemm_attention_h200 import device_info, write_measurement
 
 DEV, DT = "cuda", torch.bfloat16
 H, HEADS, LAYERS, VOCAB, RANKS = 7168, 56, 48, 50368, 8
@@ -155,10 +154,7 @@ def main():
         row = run_case(int(seq), float(gib))
         res["rows"].append(row)
         print(row, flush=True)
-    res["nvidia_smi"] = nvidia_smi()
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
+    write_measurement(res, args.out, t0)
 
 
 if __name__ == "__main__":
