@@ -374,4 +374,47 @@ std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, cons
   return out;
 }
 
+namespace {
+
+// Payload of one flow per byte of the request, over the protocol factor: what differs between
+// two sizes of one lowering (add_ring, add_tree and the all-to-all above).
+double wire_per_byte(CollOp op, CollAlgo lowered_as, double n, double pf) {
+  const double share = op == CollOp::AllToAll ? 1.0 / n : lowered_as == CollAlgo::Tree ? 1.0 : ring_factor(op, n);
+  return share / pf;
+}
+
+bool same_ring(CollOp a, CollOp b) {
+  const auto ring_only = [](CollOp op) { return op == CollOp::ReduceScatter || op == CollOp::AllGather; };
+  return a == b || (ring_only(a) && ring_only(b));
+}
+
+}  // namespace
+
+std::optional<double> size_scale(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                 const CollectiveRequest& to, const ClusterSpec& c, const NcclModel& m) {
+  if (from.op == CollOp::SendRecv || !same_ring(from.op, to.op) || to.algo != from.algo ||
+      to.channels != from.channels || from_plan.lowered_as == CollAlgo::Hierarchical || from.gpus.size() < 2 ||
+      !(from.size_bytes > 0) || !(to.size_bytes > 0) || to.gpus != from.gpus)
+    return std::nullopt;
+  const CollEstimate e = estimate_collective(to.op, to.size_bytes, from_plan.shape, c, m, to.algo);
+  const CollEstimate& f = from_plan.estimate;
+  if (e.algo != f.algo || e.proto != f.proto || e.latency_s != f.latency_s) return std::nullopt;
+  const double n = static_cast<double>(from.gpus.size());
+  const double pf_from = protocol_efficiency(f, from.op, from.size_bytes, from_plan.shape, c, m);
+  const double pf_to = protocol_efficiency(e, to.op, to.size_bytes, from_plan.shape, c, m);
+  return (to.size_bytes * wire_per_byte(to.op, from_plan.lowered_as, n, pf_to)) /
+         (from.size_bytes * wire_per_byte(from.op, from_plan.lowered_as, n, pf_from));
+}
+
+std::optional<CollectivePlan> resized_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                           const CollectiveRequest& to, const ClusterSpec& c, const NcclModel& m) {
+  const std::optional<double> k = size_scale(from_plan, from, to, c, m);
+  if (!k) return std::nullopt;
+  CollectivePlan out = from_plan;
+  out.estimate = estimate_collective(to.op, to.size_bytes, from_plan.shape, c, m, to.algo);
+  for (CollPhase& ph : out.phases)
+    for (FlowStep& f : ph.flows) f.wire_bytes *= *k;
+  return out;
+}
+
 }  // namespace megasim

@@ -19,20 +19,17 @@ struct CollectiveRunner::Prepared {
     double bytes = 0;
     int multiplicity = 1;
   };
-  struct IsolatedEdge {
-    std::array<LinkId, 4> links{};
-    int length = 0;
-    double bytes = 0;   // all copies, on each of its links
-    double busy_s = 0;
-  };
   struct Phase {
     double latency_s = 0;
     std::vector<Flow> simulated;
     // Isolated edges, evaluated instead of simulated: when the slowest ends (from the phase's
-    // start), what they put on each of their links, and how many flows they stand for.
+    // start), what they put on their links (a FlowNetwork link-load set) and how many flows
+    // they stand for.
     bool has_isolated = false;
     SimTime isolated_duration;
-    std::vector<IsolatedEdge> isolated_edges;
+    double critical_bytes = 0;  // the isolated edge that ends last: a copy's bytes and rate
+    double critical_rate_Bps = 0;
+    std::size_t isolated_loads = 0;
     std::uint64_t isolated_flows = 0;
   };
   std::vector<Phase> phases;
@@ -45,6 +42,7 @@ struct CollectiveRunner::Running {
   TaskId task = 0;
   std::size_t phase = 0;
   std::size_t pending = 0;
+  double scale = 1;  // every flow's bytes times this (size_scale)
 };
 
 std::size_t CollectiveRunner::KeyHash::operator()(const Key& k) const {
@@ -81,7 +79,8 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
   auto out = std::make_shared<Prepared>();
   constexpr int kFree = -1;
   constexpr int kShared = -2;
-  if (touched_elsewhere_) link_owner_.assign(fabric_.num_links(), kFree);
+  // Every phase hands its claimed links back (below), so the array is filled only once.
+  if (touched_elsewhere_ && link_owner_.size() != fabric_.num_links()) link_owner_.assign(fabric_.num_links(), kFree);
   const std::vector<double>& cap = fabric_.link_capacity_Bps();
   for (const CollPhase& phase : plan.phases) {
     Prepared::Phase ph;
@@ -167,7 +166,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       if (edge_of[i] >= 0 && edges[static_cast<std::size_t>(edge_of[i])].isolated) continue;
       for (const WeightedPath& p : route(i)) ph.simulated.push_back({&p.links, f.wire_bytes * p.weight, f.multiplicity});
     }
-    ph.isolated_edges.reserve(edges.size());
+    std::vector<FlowNetwork::LinkLoad> loads;
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
       // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
@@ -177,11 +176,17 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       const double rate = bottleneck / static_cast<double>(e.copies);
       const SimTime end = SimTime::from_seconds(ph.latency_s) +
                           SimTime::from_ps(static_cast<std::int64_t>(FlowNetwork::transfer_ps(e.bytes, rate)));
+      if (!ph.has_isolated || end > ph.isolated_duration) {
+        ph.isolated_duration = end;
+        ph.critical_bytes = e.bytes;
+        ph.critical_rate_Bps = rate;
+      }
       ph.has_isolated = true;
-      ph.isolated_duration = std::max(ph.isolated_duration, end);
       ph.isolated_flows += e.copies;
-      ph.isolated_edges.push_back({e.links, e.length, e.bytes * static_cast<double>(e.copies), e.bytes / rate});
+      for (int k = 0; k < e.length; ++k)
+        loads.push_back({e.links[static_cast<std::size_t>(k)], e.bytes * static_cast<double>(e.copies), e.bytes / rate});
     }
+    if (ph.has_isolated) ph.isolated_loads = network_.register_link_loads(std::move(loads));
     out->phases.push_back(std::move(ph));
   }
   return out;
@@ -197,9 +202,11 @@ void CollectiveRunner::start(const CollectivePlan& plan, const std::string& tag,
 }
 
 void CollectiveRunner::start(const std::shared_ptr<const Prepared>& plan, const std::string& tag,
-                             std::function<void()> on_done) {
+                             std::function<void()> on_done, double scale) {
+  if (!(scale > 0)) throw std::invalid_argument("CollectiveRunner: a plan's scale must be > 0");
   auto run = std::make_shared<Running>();
   run->plan = plan;
+  run->scale = scale;
   run->tag = tag.empty() ? std::string("collective ") + std::to_string(started_) : tag;
   run->on_done = std::move(on_done);
   run->task = engine_.begin_task(run->tag);
@@ -226,16 +233,21 @@ void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
     return;
   }
   run->pending = count;
+  const double k = run->scale;
   if (phase.has_isolated) {
-    for (const Prepared::IsolatedEdge& e : phase.isolated_edges)
-      for (int k = 0; k < e.length; ++k) network_.add_link_load(e.links[static_cast<std::size_t>(k)], e.bytes, e.busy_s);
+    network_.add_link_loads(phase.isolated_loads, k);
     flows_isolated_ += phase.isolated_flows;
-    engine_.schedule_after(phase.isolated_duration, [this, run] { flow_done(run); });
+    // Scaled, the edge that ended last still does (its time is linear in its bytes).
+    const SimTime end = k == 1.0 ? phase.isolated_duration
+                                 : SimTime::from_seconds(phase.latency_s) +
+                                       SimTime::from_ps(static_cast<std::int64_t>(
+                                           FlowNetwork::transfer_ps(phase.critical_bytes * k, phase.critical_rate_Bps)));
+    engine_.schedule_after(end, [this, run] { flow_done(run); });
   }
   for (const Prepared::Flow& f : phase.simulated) {
     FlowRequest fr;
     fr.path = *f.path;
-    fr.bytes = f.bytes;
+    fr.bytes = f.bytes * k;
     fr.latency_s = phase.latency_s;
     fr.multiplicity = f.multiplicity;
     fr.name = run->tag;

@@ -240,44 +240,70 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
 }
 
 // One plan per DP group of the stage (one per TP/CP rank), routed and split into simulated and
-// isolated edges once per (stage, kind, size). Lowered once per (kind, size): the first lowering
-// is kept (lowered_dp_) and every other DP group's plan is its shift (shifted_plan); the other
-// lowered plans are dropped once prepared.
-const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& DesExecutor::collective_plans(TaskIndex t) {
+// isolated edges once per group: the stage's other DP collectives (the buckets, reduce-scatter
+// and all-gather) run the group's first prepared plan scaled (size_scale) wherever NCCL's model
+// lowers them alike. Lowered once: every other plan is a shift (shifted_plan) of the first
+// lowering, resized (resized_plan) to its op and size.
+const std::vector<DesExecutor::ScaledPlan>& DesExecutor::collective_plans(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);
   auto it = plan_cache_.find(key);
   if (it != plan_cache_.end()) return it->second;
-  std::vector<std::shared_ptr<const CollectiveRunner::Prepared>> plans;
+  std::vector<ScaledPlan> plans;
+  std::vector<GroupBase>& bases = group_bases_[task.stage];
+  std::size_t group = 0;
   for (int c = 0; c < placement_.cp(); ++c) {
-    for (int j = 0; j < placement_.tp(); ++j) {
+    for (int j = 0; j < placement_.tp(); ++j, ++group) {
       CollectiveRequest req;
       req.op = task.kind == TaskKind::DpAllReduce   ? CollOp::AllReduce
                : task.kind == TaskKind::DpAllGather ? CollOp::AllGather
                                                     : CollOp::ReduceScatter;
       req.size_bytes = task.bytes;
       for (std::int64_t d = 0; d < placement_.dp(); ++d) req.gpus.push_back(placement_.gpu_of({j, c, d, task.stage}));
-      // Lowered once per kind and size; every other DP group of the step is a shift of it.
-      const auto base_key = std::make_tuple(static_cast<int>(task.kind), task.bytes);
-      auto base = lowered_dp_.find(base_key);
-      std::optional<CollectivePlan> shifted;
-      if (base != lowered_dp_.end()) shifted = shifted_plan(base->second.second, base->second.first, req, fabric_.cluster());
-      if (!shifted) {
-        shifted = lower_collective(req, fabric_.cluster(), nccl_);
-        if (base == lowered_dp_.end()) lowered_dp_.emplace(base_key, std::make_pair(req, *shifted));
+      if (group < bases.size()) {
+        const GroupBase& b = bases[group];
+        if (const auto k = size_scale(b.header, b.request, req, fabric_.cluster(), nccl_)) {
+          plans.push_back({b.prepared, *k});
+          continue;
+        }
       }
-      const CollectivePlan& plan = *shifted;
+      const CollectivePlan plan = lower_dp(req);
       // The ECMP statistics read the flows of one DP collective (every TP / CP rank's group of the
       // first stage): the step's other DP collectives repeat the same rings at other times.
-      if (task.stage == 0 && !dp_keys_source_) dp_keys_source_ = base_key;
-      if (task.stage == 0 && dp_keys_source_ == base_key && dp_keys_.size() < 200000) {
+      const auto kind_size = std::make_tuple(static_cast<int>(task.kind), task.bytes);
+      if (task.stage == 0 && !dp_keys_source_) dp_keys_source_ = kind_size;
+      if (task.stage == 0 && dp_keys_source_ == kind_size && dp_keys_.size() < 200000) {
         for (const auto& ph : plan.phases)
           for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
       }
-      plans.push_back(runner_->prepare(plan));
+      ScaledPlan scaled{runner_->prepare(plan), 1.0};
+      if (group >= bases.size()) {
+        CollectivePlan header = plan;
+        header.phases.clear();
+        bases.push_back({std::move(req), std::move(header), scaled.prepared});
+      }
+      plans.push_back(std::move(scaled));
     }
   }
   return plan_cache_.emplace(key, std::move(plans)).first->second;
+}
+
+// The step's first DP lowering, shifted onto the request's GPUs and resized to its op and size;
+// lowered afresh where that does not hold.
+CollectivePlan DesExecutor::lower_dp(const CollectiveRequest& req) {
+  if (first_dp_) {
+    const auto& [base_req, base_plan] = *first_dp_;
+    CollectiveRequest same_size = req;
+    same_size.op = base_req.op;
+    same_size.size_bytes = base_req.size_bytes;
+    if (auto shifted = shifted_plan(base_plan, base_req, same_size, fabric_.cluster())) {
+      if (same_size.op == req.op && same_size.size_bytes == req.size_bytes) return std::move(*shifted);
+      if (auto resized = resized_plan(*shifted, same_size, req, fabric_.cluster(), nccl_)) return std::move(*resized);
+    }
+  }
+  CollectivePlan plan = lower_collective(req, fabric_.cluster(), nccl_);
+  if (!first_dp_) first_dp_.emplace(req, plan);
+  return plan;
 }
 
 void DesExecutor::collective_ready(int r, TaskIndex t) {
@@ -314,7 +340,7 @@ void DesExecutor::start_collective(TaskIndex t) {
   }
   inst_[idx(0, t)].pending = static_cast<std::uint32_t>(plans.size());
   const std::string tag = graph_.describe(t);
-  for (const auto& plan : plans) runner_->start(plan, tag, done);
+  for (const ScaledPlan& plan : plans) runner_->start(plan.prepared, tag, done, plan.scale);
 }
 
 void DesExecutor::sample_links() {

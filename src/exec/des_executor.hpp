@@ -101,7 +101,20 @@ class DesExecutor {
   void collective_ready(int r, TaskIndex t);
   void start_collective(TaskIndex t);  // every member has posted it: run it on the network
   const std::vector<FlowTemplate>& transfer_flows(int src_stage, int dst_stage, std::int64_t dp);
-  const std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>& collective_plans(TaskIndex t);
+  // A prepared DP plan and the factor its bytes run at (CollectiveRunner::start's scale).
+  struct ScaledPlan {
+    std::shared_ptr<const CollectiveRunner::Prepared> prepared;
+    double scale = 1;
+  };
+  // Per stage and DP group, the first plan prepared: the request, its plan without flows
+  // (what size_scale compares) and the prepared plan later buckets scale.
+  struct GroupBase {
+    CollectiveRequest request;
+    CollectivePlan header;
+    std::shared_ptr<const CollectiveRunner::Prepared> prepared;
+  };
+  const std::vector<ScaledPlan>& collective_plans(TaskIndex t);
+  CollectivePlan lower_dp(const CollectiveRequest& req);
   void sample_links();
   void report_progress();
 
@@ -127,9 +140,10 @@ class DesExecutor {
   std::vector<int> dp_active_;                        // [replica * stages + stage]
   std::vector<RunningCompute> running_;               // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
-  std::map<std::tuple<int, int, double>, std::vector<std::shared_ptr<const CollectiveRunner::Prepared>>> plan_cache_;
-  // The first DP collective lowered per (kind, bytes): the others are shifts of it (shifted_plan).
-  std::map<std::tuple<int, double>, std::pair<CollectiveRequest, CollectivePlan>> lowered_dp_;
+  std::map<std::tuple<int, int, double>, std::vector<ScaledPlan>> plan_cache_;  // (stage, kind, bytes)
+  std::map<int, std::vector<GroupBase>> group_bases_;                               // per stage
+  // The first DP collective lowered: the others are shifts of it, resized (lower_dp).
+  std::optional<std::pair<CollectiveRequest, CollectivePlan>> first_dp_;
   std::vector<char> pipeline_gpu_;  // folded runs: GPUs whose ports carry pipeline transfers
   std::vector<FlowKey> dp_keys_;
   std::optional<std::tuple<int, double>> dp_keys_source_;  // the (kind, bytes) dp_keys_ come from

@@ -83,4 +83,19 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
 std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
                                            const CollectiveRequest& to, const ClusterSpec& cluster);
 
+// Lowering is linear in the size while the tuner's choices hold: when `to` asks for what `from`
+// asked over the same GPUs (same algorithm request and channels; the op the same, or reduce-
+// scatter for all-gather and back, whose rings carry the same share over the same edges) and
+// NCCL's model picks the same algorithm, protocol and latency at both sizes, every flow of
+// `to`'s plan carries `from`'s wire bytes times one factor, with the same endpoints, queue
+// pairs, multiplicities and phase latencies. Returns that factor, or nullopt (then lower `to`):
+// send/recv, hierarchical all-reduce (three phases tuned apart) and empty sizes never scale.
+// A step's DP buckets of one group differ only in size: this prepares each group once.
+std::optional<double> size_scale(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                 const CollectiveRequest& to, const ClusterSpec& cluster, const NcclModel& model);
+// `from_plan` with size_scale's factor applied to every flow and `to`'s estimate, or nullopt.
+std::optional<CollectivePlan> resized_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                           const CollectiveRequest& to, const ClusterSpec& cluster,
+                                           const NcclModel& model);
+
 }  // namespace megasim

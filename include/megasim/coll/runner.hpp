@@ -45,9 +45,12 @@ class CollectiveRunner {
 
   // A plan routed and split into simulated and isolated edges once, for callers that start
   // the same collective many times (the DP buckets of a step). Valid while the runner lives.
+  // `scale` multiplies every flow's bytes: a plan prepared at one size runs another size of the
+  // same lowering (size_scale in lowering.hpp gives the factor).
   struct Prepared;
   std::shared_ptr<const Prepared> prepare(const CollectivePlan& plan);
-  void start(const std::shared_ptr<const Prepared>& plan, const std::string& tag, std::function<void()> on_done);
+  void start(const std::shared_ptr<const Prepared>& plan, const std::string& tag, std::function<void()> on_done,
+             double scale = 1.0);
 
   // Evaluates isolated edges instead of simulating them (see the top of this file).
   // `touched_elsewhere(gpu)` must be true for every GPU whose NIC or NVLink ports other

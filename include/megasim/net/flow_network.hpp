@@ -65,9 +65,18 @@ class FlowNetwork {
   double link_bytes(LinkId link) const;
   // Seconds during which at least one flow was transferring over the link.
   double link_busy_s(LinkId link) const;
-  // Load of traffic evaluated outside the network (CollectiveRunner's isolated edges): adds
-  // the bytes and the seconds the link carried them to the link's counters.
-  void add_link_load(LinkId link, double bytes, double busy_s);
+  // Load of traffic evaluated outside the network (CollectiveRunner's isolated edges): bytes
+  // and the seconds the link carried them, added to the link's counters. A set that recurs (a
+  // prepared collective's, once per start) is registered once and added by weight (each
+  // entry's bytes and seconds times the weight): its links are updated once, when the
+  // counters are next read, instead of at every start.
+  struct LinkLoad {
+    LinkId link = kNoLink;
+    double bytes = 0;
+    double busy_s = 0;
+  };
+  std::size_t register_link_loads(std::vector<LinkLoad> loads);
+  void add_link_loads(std::size_t set, double weight);
   // The k links with most bytes, ties by lower id; links that carried nothing are omitted.
   std::vector<std::pair<LinkId, double>> busiest_links(std::size_t k) const;
 
@@ -109,6 +118,7 @@ class FlowNetwork {
   void finish(std::uint32_t slot);
   void request_resolve();
   void resolve();
+  void fold_link_loads() const;  // registered sets' pending weight into the link counters
 
   Engine& engine_;
   MaxMinSolver solver_;
@@ -116,8 +126,15 @@ class FlowNetwork {
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> solver_to_net_;  // solver slot -> our slot
   // Per link direction, zero until a flow crosses it (most of a large fabric's never are).
-  ZeroedArray<double> link_bytes_;
-  ZeroedArray<std::int64_t> link_busy_ps_;
+  // Mutable: reading them folds in the registered load sets' pending weight first.
+  mutable ZeroedArray<double> link_bytes_;
+  mutable ZeroedArray<std::int64_t> link_busy_ps_;
+  struct LoadSet {
+    std::vector<LinkLoad> loads;
+    double weight = 0;  // added since the last fold
+  };
+  mutable std::vector<LoadSet> load_sets_;
+  mutable std::vector<std::size_t> pending_sets_;  // sets with weight to fold
   ZeroedArray<std::int64_t> link_busy_since_ps_;
   ZeroedArray<std::uint32_t> link_active_;
   bool resolve_pending_ = false;

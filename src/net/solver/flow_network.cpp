@@ -224,17 +224,42 @@ void FlowNetwork::resolve() {
 
 double FlowNetwork::link_bytes(LinkId link) const {
   if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+  fold_link_loads();
   return link_bytes_[link];
 }
 
-void FlowNetwork::add_link_load(LinkId link, double bytes, double busy_s) {
-  if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
-  link_bytes_[link] += bytes;
-  link_busy_ps_[link] += SimTime::from_seconds(busy_s).ps();
+std::size_t FlowNetwork::register_link_loads(std::vector<LinkLoad> loads) {
+  for (const LinkLoad& l : loads) {
+    if (l.link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+    if (!(l.bytes >= 0) || !(l.busy_s >= 0)) throw std::invalid_argument("FlowNetwork: negative link load");
+  }
+  load_sets_.push_back({std::move(loads), 0.0});
+  return load_sets_.size() - 1;
+}
+
+void FlowNetwork::add_link_loads(std::size_t set, double weight) {
+  if (set >= load_sets_.size()) throw std::invalid_argument("FlowNetwork: unknown link-load set");
+  if (!(weight >= 0)) throw std::invalid_argument("FlowNetwork: link-load weight must be >= 0");
+  LoadSet& ls = load_sets_[set];
+  if (ls.weight == 0 && weight > 0) pending_sets_.push_back(set);
+  ls.weight += weight;
+}
+
+void FlowNetwork::fold_link_loads() const {
+  for (const std::size_t i : pending_sets_) {
+    LoadSet& ls = load_sets_[i];
+    for (const LinkLoad& l : ls.loads) {
+      link_bytes_[l.link] += l.bytes * ls.weight;
+      link_busy_ps_[l.link] += SimTime::from_seconds(l.busy_s * ls.weight).ps();
+    }
+    ls.weight = 0;
+  }
+  pending_sets_.clear();
 }
 
 double FlowNetwork::link_busy_s(LinkId link) const {
   if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+  fold_link_loads();
   std::int64_t busy = link_busy_ps_[link];
   if (link_active_[link] > 0) busy += engine_.now().ps() - link_busy_since_ps_[link];
   return SimTime::from_ps(busy).seconds();
@@ -243,11 +268,16 @@ double FlowNetwork::link_busy_s(LinkId link) const {
 std::vector<std::pair<LinkId, double>> FlowNetwork::busiest_links(std::size_t k) const {
   // One pass with a heap of the k best so far (its front the worst of them): a 100,000-GPU step
   // loads hundreds of thousands of links, and copying them all to sort was most of this.
+  // Links that carried the same whole number of bytes tie and list by id: equal loads summed in
+  // another order (a scaled collective's) differ in their last bits, and must not reorder.
   const auto more = [](const std::pair<LinkId, double>& a, const std::pair<LinkId, double>& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
+    const double x = std::round(a.second);
+    const double y = std::round(b.second);
+    return x != y ? x > y : a.first < b.first;
   };
   std::vector<std::pair<LinkId, double>> best;
   if (k == 0) return best;
+  fold_link_loads();
   best.reserve(k + 1);
   for (std::size_t i = 0; i < link_bytes_.size(); ++i) {
     if (!(link_bytes_[i] > 0.0)) continue;

@@ -224,6 +224,48 @@ TEST(CollectiveRunner, ConcurrentRailGroupsIndependentAndPathsCached) {
   EXPECT_EQ(finished, 2);
 }
 
+// A plan prepared at one size and started with size_scale's factor runs exactly as the plan
+// lowered and prepared at the other size: the same end (to the picosecond) and the same bytes on
+// every link, with isolated edges on (every edge inside a ToR evaluated) and off.
+TEST(CollectiveRunner, ScaledPlanRunsAsTheResizedOne) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_h100(16);
+  const Fabric fabric = build_fabric(c);
+  const Router router(fabric, Routing::Ecmp, 1);
+  CollectiveRequest from{CollOp::ReduceScatter, CollAlgo::Auto, 4e9, iota_gpus(32, 1, 4), 0, "dp", 1};
+  CollectiveRequest to = from;
+  to.op = CollOp::AllGather;
+  to.size_bytes = 3e9;
+  const CollectivePlan from_plan = lower_collective(from, c, m);
+  const auto k = size_scale(from_plan, from, to, c, m);
+  ASSERT_TRUE(k.has_value());
+  for (const bool isolate : {false, true}) {
+    struct Run {
+      double end_s = -1;
+      std::vector<double> bytes;
+      std::uint64_t isolated = 0;
+    };
+    auto run = [&](const CollectivePlan& plan, double scale) {
+      Engine engine;
+      FlowNetwork net(engine, fabric.link_capacity_Bps());
+      CollectiveRunner runner(engine, net, router, fabric, m);
+      if (isolate) runner.enable_isolated_edges([](int) { return false; });
+      Run r;
+      runner.start(runner.prepare(plan), "dp", [&] { r.end_s = engine.now().seconds(); }, scale);
+      engine.run();
+      for (LinkId l = 0; l < fabric.num_links(); ++l) r.bytes.push_back(net.link_bytes(l));
+      r.isolated = runner.flows_evaluated_in_isolation();
+      return r;
+    };
+    const Run scaled = run(from_plan, *k);
+    const Run direct = run(lower_collective(to, c, m), 1.0);
+    EXPECT_EQ(scaled.isolated, direct.isolated);
+    EXPECT_EQ(isolate, scaled.isolated > 0);
+    EXPECT_NEAR(scaled.end_s, direct.end_s, 1e-12) << isolate;
+    for (std::size_t l = 0; l < direct.bytes.size(); ++l) EXPECT_NEAR(scaled.bytes[l], direct.bytes[l], 1e-9 * direct.bytes[l]);
+  }
+}
+
 TEST(CollectiveRunner, BadGpuListsAreInputErrors) {
   const NcclModel m = bundled_nccl_model();
   const ClusterSpec c = dgx_a100(1);

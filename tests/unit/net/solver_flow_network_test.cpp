@@ -134,6 +134,46 @@ TEST(FlowNetwork, BusiestLinksByBytesThenId) {
   EXPECT_EQ(net.busiest_links(10).size(), 4u);
 }
 
+// Equal loads summed in another order differ in their last bits; they still tie and list by id.
+TEST(FlowNetwork, BusiestLinksTieOnWholeBytes) {
+  Engine engine;
+  FlowNetwork net(engine, {1e9, 1e9});
+  const std::size_t a = net.register_link_loads({{1, 0.1, 0}});
+  const std::size_t b = net.register_link_loads({{0, 0.2, 0}, {0, 0.1, 0}});
+  net.add_link_loads(a, 1.0);
+  net.add_link_loads(b, 1.0);
+  net.register_link_loads({});
+  engine.run();
+  ASSERT_NE(net.link_bytes(0), 0.3 + 0.0);  // 0.2 + 0.1 is not 0.3 in binary
+  const auto top = net.busiest_links(2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].first, 0u);
+  EXPECT_EQ(top[1].first, 1u);
+}
+
+// A registered set of link loads added by weight: each entry's bytes and seconds times the
+// summed weight, folded in whenever the counters are read, however often that happens.
+TEST(FlowNetwork, LinkLoadSetsAddByWeight) {
+  Engine engine;
+  FlowNetwork net(engine, {1e9, 1e9, 1e9});
+  const std::size_t set = net.register_link_loads({{0, 100.0, 1e-6}, {2, 50.0, 2e-6}});
+  net.add_link_loads(set, 1.0);
+  net.add_link_loads(set, 0.5);
+  EXPECT_DOUBLE_EQ(net.link_bytes(0), 150.0);
+  EXPECT_NEAR(net.link_busy_s(2), 3e-6, 1e-15);
+  net.add_link_loads(set, 2.0);  // after a read: only the new weight is added
+  EXPECT_DOUBLE_EQ(net.link_bytes(0), 350.0);
+  EXPECT_DOUBLE_EQ(net.link_bytes(2), 175.0);
+  EXPECT_DOUBLE_EQ(net.link_bytes(1), 0.0);
+  const auto top = net.busiest_links(5);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].first, 0u);
+  EXPECT_THROW(net.add_link_loads(set + 1, 1.0), std::invalid_argument);
+  EXPECT_THROW(net.add_link_loads(set, -1.0), std::invalid_argument);
+  EXPECT_THROW(net.register_link_loads({{3, 1.0, 0}}), std::invalid_argument);
+  EXPECT_THROW(net.register_link_loads({{0, -1.0, 0}}), std::invalid_argument);
+}
+
 TEST(FlowNetwork, RandomFlowsConserveBytesAndAllComplete) {
   // Sum over links of carried bytes = sum over flows of bytes x path length x multiplicity,
   // and per link the bytes equal those of the flows that crossed it.

@@ -1,0 +1,125 @@
+// size_scale / resized_plan: a plan lowered at one size, scaled to another where NCCL's model
+// keeps its algorithm, protocol and latency, must be what lowering at that size gives (wire
+// bytes to rounding); anywhere the tuner's choice changes it must refuse.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "megasim/coll/lowering.hpp"
+#include "test_clusters.hpp"
+
+namespace megasim {
+namespace {
+
+using testing::bundled_nccl_model;
+
+void expect_same_flows(const CollectivePlan& a, const CollectivePlan& b) {
+  EXPECT_EQ(a.lowered_as, b.lowered_as);
+  EXPECT_EQ(a.channels, b.channels);
+  EXPECT_EQ(a.estimate.time_s, b.estimate.time_s);
+  ASSERT_EQ(a.phases.size(), b.phases.size());
+  for (std::size_t p = 0; p < a.phases.size(); ++p) {
+    EXPECT_EQ(a.phases[p].latency_s, b.phases[p].latency_s);
+    ASSERT_EQ(a.phases[p].flows.size(), b.phases[p].flows.size());
+    for (std::size_t i = 0; i < a.phases[p].flows.size(); ++i) {
+      const FlowStep& x = a.phases[p].flows[i];
+      const FlowStep& y = b.phases[p].flows[i];
+      EXPECT_EQ(x.src_gpu, y.src_gpu);
+      EXPECT_EQ(x.dst_gpu, y.dst_gpu);
+      EXPECT_EQ(x.queue_pair, y.queue_pair);
+      EXPECT_EQ(x.multiplicity, y.multiplicity);
+      EXPECT_NEAR(x.wire_bytes, y.wire_bytes, 1e-12 * y.wire_bytes);
+    }
+  }
+}
+
+CollectiveRequest group(CollOp op, CollAlgo algo, double bytes, int first, int stride, int count) {
+  CollectiveRequest r;
+  r.op = op;
+  r.algo = algo;
+  r.size_bytes = bytes;
+  for (int i = 0; i < count; ++i) r.gpus.push_back(first + i * stride);
+  return r;
+}
+
+// Every pair of sizes from 4 KiB to 4 GiB, for every op and algorithm a DP group or a node's
+// group uses: whatever size_scale accepts is exact, and it accepts the large-message pairs.
+TEST(ResizedPlan, EqualsLoweringAtTheNewSize) {
+  const ClusterSpec c = testing::dgx_h100(64);
+  const NcclModel m = bundled_nccl_model();
+  const struct {
+    CollOp op;
+    CollAlgo algo;
+  } cases[] = {{CollOp::AllReduce, CollAlgo::Ring}, {CollOp::AllReduce, CollAlgo::Tree},
+               {CollOp::AllReduce, CollAlgo::Auto}, {CollOp::ReduceScatter, CollAlgo::Auto},
+               {CollOp::AllGather, CollAlgo::Auto}, {CollOp::AllToAll, CollAlgo::Auto}};
+  int accepted = 0;
+  int refused = 0;
+  for (const auto& k : cases) {
+    for (const auto& [first, stride, count] : {std::tuple{0, 4, 64}, std::tuple{0, 1, 8}, std::tuple{2, 8, 32}}) {
+      for (double from_bytes = 4096; from_bytes <= 4.3e9; from_bytes *= 8) {
+        const CollectiveRequest from = group(k.op, k.algo, from_bytes, first, stride, count);
+        const CollectivePlan from_plan = lower_collective(from, c, m);
+        for (double to_bytes = 4096 * 3; to_bytes <= 4.3e9; to_bytes *= 8) {
+          const CollectiveRequest to = group(k.op, k.algo, to_bytes, first, stride, count);
+          const auto resized = resized_plan(from_plan, from, to, c, m);
+          if (!resized) {
+            ++refused;
+            continue;
+          }
+          ++accepted;
+          expect_same_flows(*resized, lower_collective(to, c, m));
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(refused, 20);  // the small sizes use LL / LL128 and a different latency
+}
+
+// A DP step's gradient reduce-scatter and parameter all-gather ride the same ring (both
+// Simple at these sizes over 64 ranks; below ~0.5 GB the model picks LL128).
+TEST(ResizedPlan, ReduceScatterToAllGather) {
+  const ClusterSpec c = testing::dgx_h100(64);
+  const NcclModel m = bundled_nccl_model();
+  const CollectiveRequest rs = group(CollOp::ReduceScatter, CollAlgo::Auto, 2e9, 1, 4, 64);
+  const CollectiveRequest ag = group(CollOp::AllGather, CollAlgo::Auto, 1.5e9, 1, 4, 64);
+  const auto resized = resized_plan(lower_collective(rs, c, m), rs, ag, c, m);
+  ASSERT_TRUE(resized.has_value());
+  expect_same_flows(*resized, lower_collective(ag, c, m));
+}
+
+TEST(ResizedPlan, RefusesWhatLowersDifferently) {
+  const ClusterSpec c = testing::dgx_h100(64);
+  const NcclModel m = bundled_nccl_model();
+  const CollectiveRequest base = group(CollOp::AllReduce, CollAlgo::Ring, 2e9, 0, 4, 64);  // Simple
+  const CollectivePlan plan = lower_collective(base, c, m);
+  auto scales = [&](auto edit) {
+    CollectiveRequest to = base;
+    edit(to);
+    return size_scale(plan, base, to, c, m).has_value();
+  };
+  EXPECT_TRUE(scales([](CollectiveRequest& r) { r.size_bytes = 4e9; }));
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.size_bytes = 0; }));
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.size_bytes = 256e6; }));  // LL128
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.size_bytes = 8192; }));  // LL
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.gpus.back() += 1; }));
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.algo = CollAlgo::Tree; }));
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.channels = 4; }));
+  EXPECT_FALSE(scales([](CollectiveRequest& r) { r.op = CollOp::AllGather; }));  // all-reduce moves twice
+  const CollectiveRequest hier = group(CollOp::AllReduce, CollAlgo::Hierarchical, 256e6, 0, 4, 64);
+  CollectiveRequest hier_to = hier;
+  hier_to.size_bytes = 1e9;
+  EXPECT_FALSE(size_scale(lower_collective(hier, c, m), hier, hier_to, c, m).has_value());
+  CollectiveRequest p2p;
+  p2p.op = CollOp::SendRecv;
+  p2p.size_bytes = 1e6;
+  p2p.gpus = {0, 8};
+  CollectiveRequest p2p_to = p2p;
+  p2p_to.size_bytes = 2e6;
+  EXPECT_FALSE(size_scale(lower_collective(p2p, c, m), p2p, p2p_to, c, m).has_value());
+}
+
+}  // namespace
+}  // namespace megasim
