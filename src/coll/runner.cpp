@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "megasim/core/rng.hpp"
+#include "megasim/core/zeroed_array.hpp"
 
 namespace megasim {
 
@@ -75,50 +76,64 @@ bool CollectiveRunner::may_isolate(int src, int dst) const {
   return !touched_elsewhere_(src) && !touched_elsewhere_(dst);
 }
 
+// prepare()'s working arrays, kept between calls: a 100,000-GPU step prepares a DP group of
+// tens of thousands of edges 16 times, and fresh arrays each time were fresh pages to fault in.
+struct CollectiveRunner::Scratch {
+  // The flows of one (source, destination) pair. An edge is isolated when its endpoints may be
+  // isolated, its route is switch-free (Router::direct_path), its flows have one size, and no
+  // other edge of the phase uses its links.
+  struct Edge {
+    bool isolated = true;
+    std::array<LinkId, 4> links{};
+    int length = 0;
+    double bytes = -1;
+    std::uint64_t copies = 0;
+  };
+  std::vector<Edge> edges;
+  std::vector<int> edge_of;                               // per flow step
+  std::vector<const std::vector<WeightedPath>*> routed;  // per flow step, routed lazily
+  std::vector<LinkId> touched;
+  // Per link: 0 free, e + 1 claimed by edge e, -1 claimed by several (zero-filled lazily: a
+  // phase touches a few of a large fabric's links).
+  ZeroedArray<int> link_owner;
+};
+
+CollectiveRunner::~CollectiveRunner() = default;
+
 std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(const CollectivePlan& plan) {
   auto out = std::make_shared<Prepared>();
-  constexpr int kFree = -1;
-  constexpr int kShared = -2;
-  // Every phase hands its claimed links back (below), so the array is filled only once.
-  if (touched_elsewhere_ && link_owner_.size() != fabric_.num_links()) link_owner_.assign(fabric_.num_links(), kFree);
-  const std::vector<double>& cap = fabric_.link_capacity_Bps();
+  using Edge = Scratch::Edge;
+  if (!scratch_) scratch_ = std::make_unique<Scratch>();
+  Scratch& sc = *scratch_;
+  if (touched_elsewhere_ && sc.link_owner.size() != fabric_.num_links()) sc.link_owner = ZeroedArray<int>(fabric_.num_links());
+  const auto& cap = fabric_.link_capacity_Bps();
   for (const CollPhase& phase : plan.phases) {
     Prepared::Phase ph;
     ph.latency_s = phase.latency_s;
     // Routed lazily: an edge evaluated in isolation never enters the path cache.
-    std::vector<const std::vector<WeightedPath>*> routed(phase.flows.size(), nullptr);
+    sc.routed.assign(phase.flows.size(), nullptr);
     auto route = [&](std::size_t i) -> const std::vector<WeightedPath>& {
-      if (routed[i] == nullptr) {
+      if (sc.routed[i] == nullptr) {
         const FlowStep& f = phase.flows[i];
-        routed[i] = &paths(f.src_gpu, f.dst_gpu, f.queue_pair);
+        sc.routed[i] = &paths(f.src_gpu, f.dst_gpu, f.queue_pair);
       }
-      return *routed[i];
+      return *sc.routed[i];
     };
-
-    // Edges: the flows of one (source, destination) pair. An edge is isolated when its
-    // endpoints may be isolated, its route is switch-free (Router::direct_path), its flows
-    // have one size, and no other edge of the phase uses its links.
-    struct Edge {
-      bool isolated = true;
-      std::array<LinkId, 4> links{};
-      int length = 0;
-      double bytes = -1;
-      std::uint64_t copies = 0;
-    };
-    std::vector<Edge> edges;
-    std::vector<int> edge_of(phase.flows.size(), -1);
+    std::vector<Edge>& edges = sc.edges;
+    edges.clear();
+    sc.edge_of.assign(phase.flows.size(), -1);
     if (touched_elsewhere_) {
       std::unordered_map<std::uint64_t, int> index;
-      std::vector<LinkId> touched;
+      sc.touched.clear();
       auto claim = [&](LinkId l, int e) {
-        int& owner = link_owner_[l];
-        if (owner == kFree) {
-          owner = e;
-          touched.push_back(l);
-        } else if (owner != e) {
-          if (owner >= 0) edges[static_cast<std::size_t>(owner)].isolated = false;
+        int& owner = sc.link_owner[l];
+        if (owner == 0) {
+          owner = e + 1;
+          sc.touched.push_back(l);
+        } else if (owner != e + 1) {
+          if (owner > 0) edges[static_cast<std::size_t>(owner - 1)].isolated = false;
           edges[static_cast<std::size_t>(e)].isolated = false;
-          owner = kShared;
+          owner = -1;
         }
       };
       // Lowered phases list their flows sorted by (source, destination) (lower_collective), so an
@@ -126,7 +141,6 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       const bool runs = std::is_sorted(phase.flows.begin(), phase.flows.end(), [](const FlowStep& a, const FlowStep& b) {
         return std::tie(a.src_gpu, a.dst_gpu) < std::tie(b.src_gpu, b.dst_gpu);
       });
-      edges.reserve(phase.flows.size());
       for (std::size_t i = 0; i < phase.flows.size(); ++i) {
         const FlowStep& f = phase.flows[i];
         int e = 0;
@@ -141,7 +155,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
           if (fresh) edges.emplace_back();
           e = it->second;
         }
-        edge_of[i] = e;
+        sc.edge_of[i] = e;
         std::array<LinkId, 4> direct{};
         int length = 0;
         if (may_isolate(f.src_gpu, f.dst_gpu) && router_.direct_path(f.src_gpu, f.dst_gpu, direct, length)) {
@@ -158,14 +172,17 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
             for (LinkId l : p.links) claim(l, e);
         }
       }
-      for (LinkId l : touched) link_owner_[l] = kFree;
+      for (LinkId l : sc.touched) sc.link_owner[l] = 0;
     }
 
     for (std::size_t i = 0; i < phase.flows.size(); ++i) {
       const FlowStep& f = phase.flows[i];
-      if (edge_of[i] >= 0 && edges[static_cast<std::size_t>(edge_of[i])].isolated) continue;
+      const int e = sc.edge_of[i];
+      if (e >= 0 && edges[static_cast<std::size_t>(e)].isolated) continue;
       for (const WeightedPath& p : route(i)) ph.simulated.push_back({&p.links, f.wire_bytes * p.weight, f.multiplicity});
     }
+    // The isolated edges' loads, one group per distinct (bytes, seconds): a ring's edges fall
+    // in a few (NVLink hops, NIC hops).
     std::vector<FlowNetwork::LinkLoad> loads;
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
@@ -183,8 +200,13 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       }
       ph.has_isolated = true;
       ph.isolated_flows += e.copies;
-      for (int k = 0; k < e.length; ++k)
-        loads.push_back({e.links[static_cast<std::size_t>(k)], e.bytes * static_cast<double>(e.copies), e.bytes / rate});
+      const double bytes = e.bytes * static_cast<double>(e.copies);
+      const double busy_s = e.bytes / rate;
+      auto group = std::find_if(loads.begin(), loads.end(), [&](const FlowNetwork::LinkLoad& g) {
+        return g.bytes == bytes && g.busy_s == busy_s;
+      });
+      if (group == loads.end()) group = loads.insert(loads.end(), {bytes, busy_s, {}});
+      group->links.insert(group->links.end(), e.links.begin(), e.links.begin() + e.length);
     }
     if (ph.has_isolated) ph.isolated_loads = network_.register_link_loads(std::move(loads));
     out->phases.push_back(std::move(ph));

@@ -34,6 +34,7 @@ class CollectiveRunner {
  public:
   CollectiveRunner(Engine& engine, FlowNetwork& network, const Router& router, const Fabric& fabric,
                    const NcclModel& model);
+  ~CollectiveRunner();
   CollectiveRunner(const CollectiveRunner&) = delete;
   CollectiveRunner& operator=(const CollectiveRunner&) = delete;
 
@@ -90,7 +91,8 @@ class CollectiveRunner {
   const NcclModel& model_;
   std::unordered_map<Key, std::vector<WeightedPath>, KeyHash> path_cache_;
   std::function<bool(int)> touched_elsewhere_;  // empty: every flow is simulated
-  std::vector<int> link_owner_;                 // scratch of prepare(): per link, an edge index
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;            // prepare()'s working arrays
   std::uint64_t started_ = 0;
   std::uint64_t flows_simulated_ = 0;
   std::uint64_t flows_isolated_ = 0;

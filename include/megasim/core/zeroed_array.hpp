@@ -1,15 +1,21 @@
 #pragma once
 // A fixed-size array of a trivially copyable T that starts all-zero without touching its
-// memory: calloc serves a large block from fresh pages the OS zero-fills on first use, so
-// entries never written cost no page fault. The flow network keeps several per-link arrays for
-// a fabric's every link direction (a million at 98,304 GPUs) of which a folded run touches a few
-// thousand; zeroing them eagerly was a fifth of that run (perf, docs/benchmarks.md).
+// memory: the OS zero-fills fresh pages on first use, so entries never written cost nothing up
+// front. The flow network keeps several per-link arrays for a fabric's every link direction (a
+// million at 98,304 GPUs) of which a folded run touches a few thousand; zeroing them eagerly
+// was a fifth of that run (perf, docs/benchmarks.md). Arrays of 2 MiB and more are mapped
+// directly and offered to the kernel as transparent huge pages (core/huge_pages.hpp): the
+// touched entries of a per-link array are spread over the whole array, and on the reference
+// machine a 4 KiB page fault costs ~7 us, so one 2 MiB fault instead of up to 512 is the
+// cheaper way to get them.
 // All-zero bytes must mean "zero" for T (integers, IEEE doubles, structs of them).
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
 #include <utility>
+
+#include "megasim/core/huge_pages.hpp"
 
 namespace megasim {
 
@@ -19,9 +25,7 @@ class ZeroedArray {
 
  public:
   ZeroedArray() = default;
-  explicit ZeroedArray(std::size_t n) : data_(static_cast<T*>(std::calloc(n == 0 ? 1 : n, sizeof(T)))), size_(n) {
-    if (data_ == nullptr) throw std::bad_alloc();
-  }
+  explicit ZeroedArray(std::size_t n) : data_(static_cast<T*>(allocate_zeroed(n * sizeof(T)))), size_(n) {}
   ZeroedArray(const ZeroedArray&) = delete;
   ZeroedArray& operator=(const ZeroedArray&) = delete;
   ZeroedArray(ZeroedArray&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
@@ -30,7 +34,7 @@ class ZeroedArray {
     std::swap(size_, o.size_);
     return *this;
   }
-  ~ZeroedArray() { std::free(data_); }
+  ~ZeroedArray() { free_zeroed(data_, size_ * sizeof(T)); }
 
   std::size_t size() const { return size_; }
   T& operator[](std::size_t i) { return data_[i]; }

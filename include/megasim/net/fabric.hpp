@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "megasim/config/specs.hpp"
+#include "megasim/core/huge_pages.hpp"
 #include "megasim/net/link.hpp"
 
 namespace megasim {
@@ -81,7 +82,7 @@ class Fabric {
 
   // Link directions: LinkId 2i and 2i+1 are the two directions of physical link i.
   std::size_t num_links() const;
-  const std::vector<double>& link_capacity_Bps() const;
+  const BigVector<double>& link_capacity_Bps() const;
   double link_latency_s(LinkId link) const;
   LinkKind link_kind(LinkId link) const;
   VertexId link_src(LinkId link) const;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,7 +47,9 @@ struct FlowRequest {
 
 class FlowNetwork {
  public:
-  FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps);
+  FlowNetwork(Engine& engine, std::span<const double> link_capacity_Bps);
+  FlowNetwork(Engine& engine, const std::vector<double>& link_capacity_Bps)
+      : FlowNetwork(engine, std::span<const double>(link_capacity_Bps)) {}
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
@@ -70,10 +73,11 @@ class FlowNetwork {
   // prepared collective's, once per start) is registered once and added by weight (each
   // entry's bytes and seconds times the weight): its links are updated once, when the
   // counters are next read, instead of at every start.
+  // A set is a few groups of links that each carried the same load (a ring's edges all do).
   struct LinkLoad {
-    LinkId link = kNoLink;
-    double bytes = 0;
+    double bytes = 0;   // on each of the links
     double busy_s = 0;
+    std::vector<LinkId> links;
   };
   std::size_t register_link_loads(std::vector<LinkLoad> loads);
   void add_link_loads(std::size_t set, double weight);

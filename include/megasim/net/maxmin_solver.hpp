@@ -16,8 +16,10 @@
 // negative/NaN capacity) are programming errors: std::invalid_argument.
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "megasim/core/huge_pages.hpp"
 #include "megasim/core/zeroed_array.hpp"
 #include "megasim/net/link.hpp"
 
@@ -33,7 +35,11 @@ class MaxMinSolver {
  public:
   static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 
-  explicit MaxMinSolver(std::vector<double> link_capacity_Bps);
+  // Copies the capacities (a fabric's are a million links at 98,304 GPUs: read in place from
+  // the fabric's huge-page-backed array, not through a std::vector copy).
+  explicit MaxMinSolver(std::span<const double> link_capacity_Bps);
+  explicit MaxMinSolver(const std::vector<double>& link_capacity_Bps)
+      : MaxMinSolver(std::span<const double>(link_capacity_Bps)) {}
 
   // A flow with an empty path is constrained only by its cap (rate = cap, possibly +inf).
   FlowHandle add_flow(const LinkPath& path, double cap_Bps = kUnlimited, int multiplicity = 1);
@@ -103,7 +109,7 @@ class MaxMinSolver {
   const std::vector<LinkEntry>& list_of(LinkId link) const { return lists_[link_list_[link] - 1]; }
   std::vector<LinkEntry>& list_for_new_flow(LinkId link);
 
-  std::vector<double> capacity_;
+  BigVector<double> capacity_;
   ZeroedArray<std::uint32_t> link_list_;
   std::vector<std::vector<LinkEntry>> lists_;
   ZeroedArray<LinkState> link_state_;

@@ -18,14 +18,14 @@ constexpr std::uint8_t kUnreachable = 255;
 
 struct Router::Tables {
   int num_switches = 0;
-  std::vector<int> switch_of_vertex;       // -1 for GPUs, NVSwitches and NICs
+  BigVector<int> switch_of_vertex;         // -1 for GPUs, NVSwitches and NICs (huge-page backed)
   std::vector<VertexId> vertex_of_switch;
   // Switch-to-switch out links in CSR form (ascending LinkId per switch).
-  std::vector<std::size_t> adj_begin;
-  std::vector<LinkId> adj_link;
-  std::vector<int> adj_nbr;
+  BigVector<std::size_t> adj_begin;
+  BigVector<LinkId> adj_link;
+  BigVector<int> adj_nbr;
   std::vector<int> tor_switch;             // ToR index -> switch index
-  std::vector<std::uint8_t> dist;          // [dst_tor * num_switches + switch]
+  BigVector<std::uint8_t> dist;            // [dst_tor * num_switches + switch]
   std::vector<std::uint64_t> salt;         // per switch
 };
 

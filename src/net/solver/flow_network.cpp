@@ -15,9 +15,9 @@ double elapsed_s(SimTime from, SimTime to) { return (to - from).seconds(); }
 
 }  // namespace
 
-FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
+FlowNetwork::FlowNetwork(Engine& engine, std::span<const double> link_capacity_Bps)
     : engine_(engine),
-      solver_(std::move(link_capacity_Bps)),
+      solver_(link_capacity_Bps),
       link_bytes_(solver_.num_links()),
       link_busy_ps_(solver_.num_links()),
       link_busy_since_ps_(solver_.num_links()),
@@ -230,7 +230,8 @@ double FlowNetwork::link_bytes(LinkId link) const {
 
 std::size_t FlowNetwork::register_link_loads(std::vector<LinkLoad> loads) {
   for (const LinkLoad& l : loads) {
-    if (l.link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
+    for (const LinkId link : l.links)
+      if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
     if (!(l.bytes >= 0) || !(l.busy_s >= 0)) throw std::invalid_argument("FlowNetwork: negative link load");
   }
   load_sets_.push_back({std::move(loads), 0.0});
@@ -249,8 +250,12 @@ void FlowNetwork::fold_link_loads() const {
   for (const std::size_t i : pending_sets_) {
     LoadSet& ls = load_sets_[i];
     for (const LinkLoad& l : ls.loads) {
-      link_bytes_[l.link] += l.bytes * ls.weight;
-      link_busy_ps_[l.link] += SimTime::from_seconds(l.busy_s * ls.weight).ps();
+      const double bytes = l.bytes * ls.weight;
+      const std::int64_t busy_ps = SimTime::from_seconds(l.busy_s * ls.weight).ps();
+      for (const LinkId link : l.links) {
+        link_bytes_[link] += bytes;
+        link_busy_ps_[link] += busy_ps;
+      }
     }
     ls.weight = 0;
   }

@@ -25,8 +25,8 @@ constexpr double kZeroWeight = 0.5;
 
 }  // namespace
 
-MaxMinSolver::MaxMinSolver(std::vector<double> link_capacity_Bps)
-    : capacity_(std::move(link_capacity_Bps)),
+MaxMinSolver::MaxMinSolver(std::span<const double> link_capacity_Bps)
+    : capacity_(link_capacity_Bps.begin(), link_capacity_Bps.end()),
       link_list_(capacity_.size()),
       link_state_(capacity_.size()),
       link_dirty_(capacity_.size()) {

@@ -97,7 +97,7 @@ Fabric::Fabric(std::shared_ptr<const FabricImpl> impl) : impl_(std::move(impl)) 
 const ClusterSpec& Fabric::cluster() const { return impl_->cluster; }
 const FabricLayout& Fabric::layout() const { return impl_->layout; }
 std::size_t Fabric::num_links() const { return impl_->links.size(); }
-const std::vector<double>& Fabric::link_capacity_Bps() const { return impl_->capacity_Bps; }
+const BigVector<double>& Fabric::link_capacity_Bps() const { return impl_->capacity_Bps; }
 double Fabric::link_latency_s(LinkId link) const { return impl_->links.at(link).latency_s; }
 LinkKind Fabric::link_kind(LinkId link) const { return impl_->links.at(link).kind; }
 VertexId Fabric::link_src(LinkId link) const { return impl_->links.at(link).src; }

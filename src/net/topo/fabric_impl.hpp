@@ -40,12 +40,13 @@ struct LinkInfo {
 struct FabricImpl {
   ClusterSpec cluster;
   FabricLayout layout;
-  std::vector<VertexInfo> vertices;       // per VertexId
-  std::vector<LinkInfo> links;            // per LinkId
-  std::vector<double> capacity_Bps;       // per LinkId
-  std::array<std::vector<VertexId>, kNumVertexKinds> by_kind;
-  std::vector<GpuLinks> gpu_links;        // per GPU
-  std::vector<int> gpu_tor;               // per GPU: ToR index
+  // Per vertex, link and GPU: huge-page backed (core/huge_pages.hpp), as they grow with the fabric.
+  BigVector<VertexInfo> vertices;       // per VertexId
+  BigVector<LinkInfo> links;            // per LinkId
+  BigVector<double> capacity_Bps;       // per LinkId
+  std::array<BigVector<VertexId>, kNumVertexKinds> by_kind;
+  BigVector<GpuLinks> gpu_links;        // per GPU
+  BigVector<int> gpu_tor;               // per GPU: ToR index
 
   VertexId add_vertex(VertexKind kind, int index);
   // Adds physical link a<->b; returns the a->b LinkId (b->a is that + 1). Latencies are per
@@ -68,8 +69,8 @@ struct FabricImpl {
   mutable std::once_flag graph_built_;
   mutable FabricGraph graph_;
   mutable std::once_flag out_built_;
-  mutable std::vector<std::size_t> out_begin_;  // per vertex + 1
-  mutable std::vector<LinkId> out_;
+  mutable BigVector<std::size_t> out_begin_;  // per vertex + 1
+  mutable BigVector<LinkId> out_;
 };
 
 }  // namespace megasim

@@ -26,7 +26,7 @@ TopologySummary summarize_topology(const Fabric& fabric) {
   s.num_spines = fabric.num_vertices_of(VertexKind::Spine);
 
   std::array<LinkKindSummary, kNumLinkKinds> by_kind{};
-  const std::vector<double>& cap = fabric.link_capacity_Bps();
+  const auto& cap = fabric.link_capacity_Bps();
   for (LinkId l = 0; l < fabric.num_links(); ++l) {
     if (!fabric.link_is_up(l)) continue;  // count each physical link once, by its up side
     LinkKindSummary& k = by_kind[static_cast<std::size_t>(fabric.link_kind(l))];

@@ -138,8 +138,8 @@ TEST(FlowNetwork, BusiestLinksByBytesThenId) {
 TEST(FlowNetwork, BusiestLinksTieOnWholeBytes) {
   Engine engine;
   FlowNetwork net(engine, {1e9, 1e9});
-  const std::size_t a = net.register_link_loads({{1, 0.1, 0}});
-  const std::size_t b = net.register_link_loads({{0, 0.2, 0}, {0, 0.1, 0}});
+  const std::size_t a = net.register_link_loads({{0.1, 0, {1}}});
+  const std::size_t b = net.register_link_loads({{0.2, 0, {0}}, {0.1, 0, {0}}});
   net.add_link_loads(a, 1.0);
   net.add_link_loads(b, 1.0);
   net.register_link_loads({});
@@ -156,7 +156,7 @@ TEST(FlowNetwork, BusiestLinksTieOnWholeBytes) {
 TEST(FlowNetwork, LinkLoadSetsAddByWeight) {
   Engine engine;
   FlowNetwork net(engine, {1e9, 1e9, 1e9});
-  const std::size_t set = net.register_link_loads({{0, 100.0, 1e-6}, {2, 50.0, 2e-6}});
+  const std::size_t set = net.register_link_loads({{100.0, 1e-6, {0}}, {50.0, 2e-6, {2}}});
   net.add_link_loads(set, 1.0);
   net.add_link_loads(set, 0.5);
   EXPECT_DOUBLE_EQ(net.link_bytes(0), 150.0);
@@ -170,8 +170,8 @@ TEST(FlowNetwork, LinkLoadSetsAddByWeight) {
   EXPECT_EQ(top[0].first, 0u);
   EXPECT_THROW(net.add_link_loads(set + 1, 1.0), std::invalid_argument);
   EXPECT_THROW(net.add_link_loads(set, -1.0), std::invalid_argument);
-  EXPECT_THROW(net.register_link_loads({{3, 1.0, 0}}), std::invalid_argument);
-  EXPECT_THROW(net.register_link_loads({{0, -1.0, 0}}), std::invalid_argument);
+  EXPECT_THROW(net.register_link_loads({{1.0, 0, {0, 3}}}), std::invalid_argument);
+  EXPECT_THROW(net.register_link_loads({{-1.0, 0, {0}}}), std::invalid_argument);
 }
 
 TEST(FlowNetwork, RandomFlowsConserveBytesAndAllComplete) {
