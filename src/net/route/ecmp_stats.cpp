@@ -111,22 +111,34 @@ EcmpStats ecmp_collision_stats(const Router& router, const std::vector<FlowKey>&
     }
   }
 
-  for (LinkKind kind : {LinkKind::TorAgg, LinkKind::AggSpine, LinkKind::TorSpine}) {
+  // One pass over the links gathers every tier's uplinks (in link order, as three passes did).
+  constexpr std::array<LinkKind, 3> kTiers{LinkKind::TorAgg, LinkKind::AggSpine, LinkKind::TorSpine};
+  struct Tier {
     std::vector<double> loads;
     std::map<VertexId, Bins> per_switch;  // ordered: deterministic group order
-    UplinkTierStats s;
-    s.kind = kind;
     double spray_total = 0;
-    for (LinkId l = 0; l < num_links; ++l) {
-      if (fabric.link_kind(l) != kind || !fabric.link_is_up(l)) continue;
-      loads.push_back(out.link_load[l]);
-      spray_total += out.spray_link_load[l];
-      s.spray_max_load = std::max(s.spray_max_load, out.spray_link_load[l]);
-      Bins& b = per_switch[fabric.link_src(l)];
-      b.bins += 1;
-      b.balls += static_cast<std::int64_t>(std::llround(out.link_load[l]));
-    }
+    double spray_max = 0;
+  };
+  std::array<Tier, kTiers.size()> tiers;
+  for (LinkId l = 0; l < num_links; ++l) {
+    const LinkKind kind = fabric.link_kind(l);
+    const auto it = std::find(kTiers.begin(), kTiers.end(), kind);
+    if (it == kTiers.end() || !fabric.link_is_up(l)) continue;
+    Tier& t = tiers[static_cast<std::size_t>(it - kTiers.begin())];
+    t.loads.push_back(out.link_load[l]);
+    t.spray_total += out.spray_link_load[l];
+    t.spray_max = std::max(t.spray_max, out.spray_link_load[l]);
+    Bins& b = t.per_switch[fabric.link_src(l)];
+    b.bins += 1;
+    b.balls += static_cast<std::int64_t>(std::llround(out.link_load[l]));
+  }
+  for (std::size_t i = 0; i < kTiers.size(); ++i) {
+    Tier& t = tiers[i];
+    std::vector<double>& loads = t.loads;
     if (loads.empty()) continue;
+    UplinkTierStats s;
+    s.kind = kTiers[i];
+    s.spray_max_load = t.spray_max;
     s.num_links = loads.size();
     const double m = static_cast<double>(loads.size());
     for (double x : loads) {
@@ -134,13 +146,13 @@ EcmpStats ecmp_collision_stats(const Router& router, const std::vector<FlowKey>&
       if (x == 0.0) s.idle_fraction += 1.0 / m;
     }
     s.mean_load = s.total_load / m;
-    s.spray_mean_load = spray_total / m;
+    s.spray_mean_load = t.spray_total / m;
     std::sort(loads.begin(), loads.end());
     s.max_load = loads.back();
     const auto rank = static_cast<std::size_t>(std::ceil(0.99 * m));
     s.p99_load = loads[std::max<std::size_t>(rank, 1) - 1];
     std::vector<Bins> groups;
-    for (const auto& [sw, b] : per_switch) groups.push_back(b);
+    for (const auto& [sw, b] : t.per_switch) groups.push_back(b);
     balls_into_bins(groups, s);
     out.tiers.push_back(s);
   }
