@@ -350,28 +350,45 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   return plan;
 }
 
-std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
-                                           const CollectiveRequest& to, const ClusterSpec& c) {
-  if (from.op == CollOp::SendRecv || to.op != from.op || to.algo != from.algo ||
-      to.size_bytes != from.size_bytes || to.channels != from.channels || from.gpus.empty() ||
-      to.gpus.size() != from.gpus.size())
-    return std::nullopt;
+namespace {
+
+// The offset that moves `from`'s GPUs onto `to`'s by whole NVLink domains, or nullopt.
+std::optional<int> shift_of(const std::vector<int>& from, const std::vector<int>& to, const ClusterSpec& c) {
+  if (from.empty() || to.size() != from.size()) return std::nullopt;
   const int domain = std::max(1, nvlink_domain_gpus(c));
-  const int delta = to.gpus.front() - from.gpus.front();
-  const int domain_shift = to.gpus.front() / domain - from.gpus.front() / domain;
-  for (std::size_t i = 0; i < from.gpus.size(); ++i) {
-    const int g = from.gpus[i];
-    const int h = to.gpus[i];
+  const int delta = to.front() - from.front();
+  const int domain_shift = to.front() / domain - from.front() / domain;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const int g = from[i];
+    const int h = to[i];
     if (h - g != delta || h / domain - g / domain != domain_shift || h < 0 || h >= c.num_gpus) return std::nullopt;
   }
-  CollectivePlan out = from_plan;
-  // The shift is monotonic, so the flows stay sorted and merged exactly as finish() left them.
+  return delta;
+}
+
+// `plan` with every flow's endpoints moved by `delta` and its bytes times `k`, in one copy. The
+// shift is monotonic, so the flows stay sorted and merged exactly as finish() left them.
+CollectivePlan moved_copy(const CollectivePlan& plan, int delta, double k) {
+  CollectivePlan out = plan;
   for (CollPhase& ph : out.phases)
     for (FlowStep& f : ph.flows) {
       f.src_gpu += delta;
       f.dst_gpu += delta;
+      f.wire_bytes *= k;
     }
   return out;
+}
+
+}  // namespace
+
+std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
+                                           const CollectiveRequest& to, const ClusterSpec& c) {
+  if (from.op == CollOp::SendRecv || to.op != from.op || to.algo != from.algo ||
+      to.size_bytes != from.size_bytes || to.channels != from.channels)
+    return std::nullopt;
+  const std::optional<int> delta = shift_of(from.gpus, to.gpus, c);
+  if (!delta) return std::nullopt;
+  return moved_copy(from_plan, *delta, 1.0);
 }
 
 namespace {
@@ -408,12 +425,18 @@ std::optional<double> size_scale(const CollectivePlan& from_plan, const Collecti
 
 std::optional<CollectivePlan> resized_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
                                            const CollectiveRequest& to, const ClusterSpec& c, const NcclModel& m) {
-  const std::optional<double> k = size_scale(from_plan, from, to, c, m);
+  if (from.op == CollOp::SendRecv) return std::nullopt;
+  const std::optional<int> delta = shift_of(from.gpus, to.gpus, c);
+  if (!delta) return std::nullopt;
+  CollectiveRequest same_gpus = to;  // the size change, judged on `from`'s own GPUs
+  same_gpus.gpus = from.gpus;
+  const std::optional<double> k =
+      to.op == from.op && to.size_bytes == from.size_bytes && to.algo == from.algo && to.channels == from.channels
+          ? std::optional<double>(1.0)
+          : size_scale(from_plan, from, same_gpus, c, m);
   if (!k) return std::nullopt;
-  CollectivePlan out = from_plan;
-  out.estimate = estimate_collective(to.op, to.size_bytes, from_plan.shape, c, m, to.algo);
-  for (CollPhase& ph : out.phases)
-    for (FlowStep& f : ph.flows) f.wire_bytes *= *k;
+  CollectivePlan out = moved_copy(from_plan, *delta, *k);
+  if (*k != 1.0 || to.op != from.op) out.estimate = estimate_collective(to.op, to.size_bytes, from_plan.shape, c, m, to.algo);
   return out;
 }
 

@@ -273,6 +273,11 @@ const std::vector<DesExecutor::ScaledPlan>& DesExecutor::collective_plans(TaskIn
       const auto kind_size = std::make_tuple(static_cast<int>(task.kind), task.bytes);
       if (task.stage == 0 && !dp_keys_source_) dp_keys_source_ = kind_size;
       if (task.stage == 0 && dp_keys_source_ == kind_size && dp_keys_.size() < 200000) {
+        if (dp_keys_.empty()) {
+          std::size_t flows = 0;
+          for (const auto& ph : plan.phases) flows += ph.flows.size();
+          dp_keys_.reserve(std::min<std::size_t>(200000, flows * static_cast<std::size_t>(placement_.tp() * placement_.cp())));
+        }
         for (const auto& ph : plan.phases)
           for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
       }
@@ -293,13 +298,7 @@ const std::vector<DesExecutor::ScaledPlan>& DesExecutor::collective_plans(TaskIn
 CollectivePlan DesExecutor::lower_dp(const CollectiveRequest& req) {
   if (first_dp_) {
     const auto& [base_req, base_plan] = *first_dp_;
-    CollectiveRequest same_size = req;
-    same_size.op = base_req.op;
-    same_size.size_bytes = base_req.size_bytes;
-    if (auto shifted = shifted_plan(base_plan, base_req, same_size, fabric_.cluster())) {
-      if (same_size.op == req.op && same_size.size_bytes == req.size_bytes) return std::move(*shifted);
-      if (auto resized = resized_plan(*shifted, same_size, req, fabric_.cluster(), nccl_)) return std::move(*resized);
-    }
+    if (auto moved = resized_plan(base_plan, base_req, req, fabric_.cluster(), nccl_)) return std::move(*moved);
   }
   CollectivePlan plan = lower_collective(req, fabric_.cluster(), nccl_);
   if (!first_dp_) first_dp_.emplace(req, plan);

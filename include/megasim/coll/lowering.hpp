@@ -93,7 +93,8 @@ std::optional<CollectivePlan> shifted_plan(const CollectivePlan& from_plan, cons
 // A step's DP buckets of one group differ only in size: this prepares each group once.
 std::optional<double> size_scale(const CollectivePlan& from_plan, const CollectiveRequest& from,
                                  const CollectiveRequest& to, const ClusterSpec& cluster, const NcclModel& model);
-// `from_plan` with size_scale's factor applied to every flow and `to`'s estimate, or nullopt.
+// `from_plan` resized (size_scale's factor on every flow, `to`'s estimate) and shifted onto
+// `to`'s GPUs (as shifted_plan), in one copy; nullopt where either does not hold.
 std::optional<CollectivePlan> resized_plan(const CollectivePlan& from_plan, const CollectiveRequest& from,
                                            const CollectiveRequest& to, const ClusterSpec& cluster,
                                            const NcclModel& model);

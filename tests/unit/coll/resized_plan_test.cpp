@@ -90,6 +90,23 @@ TEST(ResizedPlan, ReduceScatterToAllGather) {
   expect_same_flows(*resized, lower_collective(ag, c, m));
 }
 
+// Another DP group of the step (shifted by a TP rank, a pipeline stage or both) with another
+// bucket's op and size: shifted and resized in one step, as lowering it gives.
+TEST(ResizedPlan, ShiftedAndResizedAtOnce) {
+  const ClusterSpec c = testing::dgx_h100(64);
+  const NcclModel m = bundled_nccl_model();
+  const CollectiveRequest from = group(CollOp::ReduceScatter, CollAlgo::Auto, 2e9, 0, 4, 64);
+  const CollectivePlan plan = lower_collective(from, c, m);
+  for (const int first : {0, 1, 3, 256, 259}) {
+    const CollectiveRequest to = group(CollOp::AllGather, CollAlgo::Auto, 1.5e9, first, 4, 64);
+    const auto moved = resized_plan(plan, from, to, c, m);
+    ASSERT_TRUE(moved.has_value()) << first;
+    expect_same_flows(*moved, lower_collective(to, c, m));
+  }
+  // GPU 4 + 4 = 8 leaves its node while GPU 0 + 4 stays: no shift, whatever the size.
+  EXPECT_FALSE(resized_plan(plan, from, group(CollOp::AllGather, CollAlgo::Auto, 1.5e9, 4, 4, 64), c, m).has_value());
+}
+
 TEST(ResizedPlan, RefusesWhatLowersDifferently) {
   const ClusterSpec c = testing::dgx_h100(64);
   const NcclModel m = bundled_nccl_model();
