@@ -22,8 +22,7 @@ EventId Engine::schedule_at(SimTime t, Callback cb) {
   Slot& s = slots_[slot];
   s.cb = std::move(cb);
   s.live = true;
-  heap_.push_back(HeapEntry{t.ps(), next_seq_++, slot, s.gen});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  heap_push(HeapEntry{t.ps(), next_seq_++, slot, s.gen});
   ++live_;
   return pack(slot, s.gen);
 }
@@ -55,9 +54,56 @@ bool Engine::cancel(EventId id) {
                                  return !st.live || st.gen != e.gen;
                                }),
                 heap_.end());
-    std::make_heap(heap_.begin(), heap_.end(), later);
+    heap_make();
   }
   return true;
+}
+
+namespace {
+constexpr std::size_t kArity = 4;
+}  // namespace
+
+void Engine::heap_push(const HeapEntry& e) {
+  // Sift the new entry's hole up while its parent comes after it.
+  std::size_t i = heap_.size();
+  heap_.push_back(e);
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / kArity;
+    if (!later(heap_[parent], e)) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = e;
+}
+
+void Engine::heap_sift_down(std::size_t i) {
+  const std::size_t n = heap_.size();
+  const HeapEntry e = heap_[i];
+  for (;;) {
+    const std::size_t first = i * kArity + 1;
+    if (first >= n) break;
+    std::size_t best = first;
+    const std::size_t end = std::min(first + kArity, n);
+    for (std::size_t c = first + 1; c < end; ++c)
+      if (later(heap_[best], heap_[c])) best = c;
+    if (!later(e, heap_[best])) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = e;
+}
+
+Engine::HeapEntry Engine::heap_pop() {
+  const HeapEntry top = heap_.front();
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) heap_sift_down(0);
+  return top;
+}
+
+void Engine::heap_make() {
+  for (std::size_t i = heap_.size() / kArity + 1; i-- > 0;)
+    if (i < heap_.size()) heap_sift_down(i);
 }
 
 void Engine::release_slot(std::uint32_t slot) {
@@ -75,16 +121,13 @@ bool Engine::skip_stale() {
     const HeapEntry& top = heap_.front();
     const Slot& s = slots_[top.slot];
     if (s.live && s.gen == top.gen) return true;
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    heap_.pop_back();
+    heap_pop();
   }
   return false;
 }
 
 void Engine::run_top() {
-  std::pop_heap(heap_.begin(), heap_.end(), later);
-  const HeapEntry entry = heap_.back();
-  heap_.pop_back();
+  const HeapEntry entry = heap_pop();
   now_ = SimTime::from_ps(entry.time_ps);
   // Move the callback out before running it: it may schedule events that reuse or grow the
   // slot vector.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -88,6 +89,54 @@ TEST(Engine, MassCancellationKeepsOrder) {
     EXPECT_TRUE(ta < tb || (ta == tb && a < b)) << a << " before " << b;
     EXPECT_EQ(b % 10, 0);
   }
+}
+
+// Events scheduled from inside callbacks, at random times, some cancelled: they run exactly in
+// (time, scheduling order), checked against a sorted reference (the heap's order is total).
+TEST(Engine, RandomInterleavingRunsInTimeThenSchedulingOrder) {
+  Engine e;
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  struct Ev {
+    std::int64_t t;
+    int seq;
+  };
+  std::vector<Ev> scheduled;  // by seq
+  std::vector<bool> cancelled;
+  std::vector<EventId> ids;
+  std::vector<int> ran;
+  std::function<void(int)> fire = [&](int seq) {
+    ran.push_back(seq);
+    for (int k = 0; k < 3 && scheduled.size() < 30000; ++k) {
+      const std::int64_t t = e.now().ps() + static_cast<std::int64_t>(next() % 50);
+      const int s = static_cast<int>(scheduled.size());
+      scheduled.push_back({t, s});
+      cancelled.push_back(false);
+      ids.push_back(e.schedule_at(ps(t), [&fire, s] { fire(s); }));
+    }
+    if (next() % 3 == 0 && !ids.empty()) {  // cancel a random earlier event, if still pending
+      const std::size_t victim = next() % ids.size();
+      if (e.cancel(ids[victim])) cancelled[victim] = true;
+    }
+  };
+  for (int i = 0; i < 8; ++i) {
+    scheduled.push_back({static_cast<std::int64_t>(next() % 50), i});
+    cancelled.push_back(false);
+    ids.push_back(e.schedule_at(ps(scheduled.back().t), [&fire, i] { fire(i); }));
+  }
+  e.run();
+  ASSERT_GT(ran.size(), 10000u);
+  for (std::size_t k = 1; k < ran.size(); ++k) {
+    const Ev& a = scheduled[static_cast<std::size_t>(ran[k - 1])];
+    const Ev& b = scheduled[static_cast<std::size_t>(ran[k])];
+    ASSERT_TRUE(a.t < b.t || (a.t == b.t && a.seq < b.seq)) << a.seq << " before " << b.seq;
+  }
+  std::size_t expected = 0;
+  for (std::size_t i = 0; i < scheduled.size(); ++i) expected += cancelled[i] ? 0 : 1;
+  EXPECT_EQ(ran.size(), expected);
 }
 
 TEST(Engine, CancelledSlotReuseDoesNotResurrectOldId) {
