@@ -14,6 +14,7 @@
 //
 // Not thread-safe; no globals. Invalid arguments (unknown link, multiplicity < 1, cap <= 0,
 // negative/NaN capacity) are programming errors: std::invalid_argument.
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -52,7 +53,7 @@ class MaxMinSolver {
   double rate_Bps(FlowHandle h) const;
   double cap_Bps(FlowHandle h) const;
   int multiplicity(FlowHandle h) const;
-  const LinkPath& path(FlowHandle h) const;
+  LinkPath path(FlowHandle h) const;
   // Flows whose rate changed in the last solve() (new flows always appear), in slot order.
   const std::vector<FlowHandle>& changed_flows() const { return changed_; }
 
@@ -69,9 +70,40 @@ class MaxMinSolver {
   std::size_t last_component_flows() const { return comp_flows_.size(); }
 
  private:
+  // A flow's hops: the link and the index of the flow's entry in that link's list. Held inline
+  // up to kInline hops (a GPU-to-GPU path across a three-tier Clos is 8 links), so moving
+  // another flow's entry (remove_flow) touches that flow's slot only, not a second allocation:
+  // remove_flow was the solver's largest cost on the planner's runs.
+  class Hops {
+   public:
+    struct Hop {
+      LinkId link;
+      std::uint32_t pos;
+    };
+    void assign(const LinkPath& path) {
+      n_ = static_cast<std::uint32_t>(path.size());
+      if (n_ > kInline) heap_.resize(n_);
+      Hop* h = data();
+      for (std::size_t i = 0; i < path.size(); ++i) h[i] = Hop{path[i], 0};
+    }
+    void clear() { n_ = 0; }
+    std::size_t size() const { return n_; }
+    Hop& operator[](std::size_t i) { return data()[i]; }
+    Hop* begin() { return data(); }
+    Hop* end() { return data() + n_; }
+    const Hop* begin() const { return data(); }
+    const Hop* end() const { return data() + n_; }
+
+   private:
+    static constexpr std::uint32_t kInline = 10;
+    Hop* data() { return n_ <= kInline ? inline_.data() : heap_.data(); }
+    const Hop* data() const { return n_ <= kInline ? inline_.data() : heap_.data(); }
+    std::array<Hop, kInline> inline_{};
+    std::vector<Hop> heap_;  // paths longer than kInline
+    std::uint32_t n_ = 0;
+  };
   struct Flow {
-    LinkPath path;
-    std::vector<std::uint32_t> pos;  // pos[i]: index of this hop's entry in list_of(path[i])
+    Hops hops;
     double cap_Bps = kUnlimited;
     // In a solve: min(cap, capacity / weight of each finite link the flow has to itself). A link
     // with one flow constrains only that flow, so it acts as a cap instead of a heap entry.

@@ -58,7 +58,11 @@ bool MaxMinSolver::valid(FlowHandle h) const {
 double MaxMinSolver::rate_Bps(FlowHandle h) const { return flow_at(h).rate_Bps; }
 double MaxMinSolver::cap_Bps(FlowHandle h) const { return flow_at(h).cap_Bps; }
 int MaxMinSolver::multiplicity(FlowHandle h) const { return flow_at(h).multiplicity; }
-const LinkPath& MaxMinSolver::path(FlowHandle h) const { return flow_at(h).path; }
+LinkPath MaxMinSolver::path(FlowHandle h) const {
+  LinkPath out;
+  for (const Hops::Hop& hop : flow_at(h).hops) out.push_back(hop.link);
+  return out;
+}
 
 double MaxMinSolver::link_capacity_Bps(LinkId link) const {
   check_link(link);
@@ -109,8 +113,7 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
     flows_.emplace_back();
   }
   Flow& f = flows_[slot];
-  f.path.assign(path.begin(), path.end());  // reuses the slot's old capacity
-  f.pos.resize(path.size());
+  f.hops.assign(path);
   f.cap_Bps = cap_Bps;
   f.multiplicity = multiplicity;
   f.weight = static_cast<double>(multiplicity);
@@ -121,7 +124,7 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
   f.rate_Bps = path.empty() ? cap_Bps : 0.0;
   for (std::size_t hop = 0; hop < path.size(); ++hop) {
     auto& entries = list_for_new_flow(path[hop]);
-    f.pos[hop] = static_cast<std::uint32_t>(entries.size());
+    f.hops[hop].pos = static_cast<std::uint32_t>(entries.size());
     entries.push_back(LinkEntry{slot, static_cast<std::uint32_t>(hop)});
     mark_dirty(path[hop]);
   }
@@ -132,17 +135,15 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
 void MaxMinSolver::remove_flow(FlowHandle h) {
   if (!valid(h)) throw std::invalid_argument("MaxMinSolver: remove of stale flow handle");
   Flow& f = flows_[h.slot];
-  for (std::size_t hop = 0; hop < f.path.size(); ++hop) {
-    const LinkId link = f.path[hop];
-    auto& entries = list_of(link);
-    const std::uint32_t idx = f.pos[hop];
+  for (const Hops::Hop& hop : f.hops) {
+    auto& entries = list_of(hop.link);
     const LinkEntry moved = entries.back();
-    entries[idx] = moved;
-    flows_[moved.flow].pos[moved.hop] = idx;
+    entries[hop.pos] = moved;
+    flows_[moved.flow].hops[moved.hop].pos = hop.pos;
     entries.pop_back();
-    mark_dirty(link);
+    mark_dirty(hop.link);
   }
-  f.path.clear();
+  f.hops.clear();
   f.live = false;
   f.rate_Bps = 0.0;
   if (++f.gen == 0) f.gen = 1;
@@ -164,10 +165,10 @@ void MaxMinSolver::collect_component(LinkId seed) {
       if (f.stamp == epoch_) continue;
       f.stamp = epoch_;
       comp_flows_.push_back(e.flow);
-      for (LinkId next : f.path) {
-        if (link_state_[next].stamp != epoch_) {
-          link_state_[next].stamp = epoch_;
-          bfs_.push_back(next);
+      for (const Hops::Hop& hop : f.hops) {
+        if (link_state_[hop.link].stamp != epoch_) {
+          link_state_[hop.link].stamp = epoch_;
+          bfs_.push_back(hop.link);
         }
       }
     }
@@ -203,8 +204,8 @@ void MaxMinSolver::freeze(std::uint32_t slot, double rate_Bps) {
   // The links' heap keys are not touched: freezing a flow at the current minimum share (or
   // below it, at its cap) never lowers another link's share, so fill_component re-keys a
   // link lazily when it reaches the top with a key that has grown stale.
-  for (LinkId link : f.path) {
-    LinkState& s = link_state_[link];
+  for (const Hops::Hop& hop : f.hops) {
+    LinkState& s = link_state_[hop.link];
     s.remaining_Bps -= rate_Bps * f.weight;
     s.weight -= f.weight;
   }
@@ -225,7 +226,7 @@ void MaxMinSolver::fill_component() {
     Flow& f = flows_[slot];
     f.frozen = false;
     f.bound_Bps = f.cap_Bps;
-    for (LinkId link : f.path) link_state_[link].weight += f.weight;
+    for (const Hops::Hop& hop : f.hops) link_state_[hop.link].weight += f.weight;
   }
   // Links shared by several flows go on the heap; a link with one flow (a NIC, a host port, the
   // last hop to one GPU: most of a component's links) becomes that flow's bound. Measured on

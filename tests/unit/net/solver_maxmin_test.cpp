@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "megasim/net/maxmin_solver.hpp"
 
@@ -19,6 +20,41 @@ TEST(MaxMinSolver, TwoFlowsOnOneLinkShareEquallyTextbook) {
   EXPECT_DOUBLE_EQ(s.rate_Bps(a), 5.0);
   EXPECT_DOUBLE_EQ(s.rate_Bps(b), 5.0);
   EXPECT_DOUBLE_EQ(s.link_load_Bps(0), 10.0);
+}
+
+TEST(MaxMinSolver, PathsLongerThanTheInlineHopsTextbook) {
+  // A 12-link flow (longer than the hops a flow holds inline) over links 0..11 of C = 12, and
+  // f2, f3 on link 5 and link 11 alone: each shared link gives 6, so all three run at 6. When
+  // the long flow leaves, f2 and f3 get their links' 12; a fresh long flow after a short one
+  // reuses the slot (heap hops, then inline, then heap again).
+  MaxMinSolver s(std::vector<double>(12, 12.0));
+  const LinkPath long_path{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const FlowHandle f1 = s.add_flow(long_path);
+  const FlowHandle f2 = s.add_flow({5});
+  const FlowHandle f3 = s.add_flow({11});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f1), 6.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f2), 6.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f3), 6.0);
+  EXPECT_EQ(s.path(f1), long_path);
+  s.remove_flow(f1);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f2), 12.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f3), 12.0);
+  const FlowHandle f4 = s.add_flow({0, 11});  // the freed slot, inline again
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f3), 6.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f4), 6.0);
+  s.remove_flow(f2);  // moves f4's or f3's entries: their positions must follow
+  s.remove_flow(f3);
+  const FlowHandle f5 = s.add_flow(long_path);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f4), 6.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f5), 6.0);
+  s.remove_flow(f4);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f5), 12.0);
+  EXPECT_EQ(s.num_flows(), 1u);
 }
 
 TEST(MaxMinSolver, LinksOfOneFlowBoundThatFlowTextbook) {
