@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -121,10 +122,13 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
     };
     std::vector<Edge>& edges = sc.edges;
     edges.clear();
+    // Links a phase claimed are handed back at its end; a phase that threw (a bad GPU id in a
+    // hand-built plan) left its claims behind, so drop any here before claiming again.
+    for (LinkId l : sc.touched) sc.link_owner[l] = 0;
+    sc.touched.clear();
     sc.edge_of.assign(phase.flows.size(), -1);
     if (touched_elsewhere_) {
       std::unordered_map<std::uint64_t, int> index;
-      sc.touched.clear();
       auto claim = [&](LinkId l, int e) {
         int& owner = sc.link_owner[l];
         if (owner == 0) {
@@ -173,6 +177,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
         }
       }
       for (LinkId l : sc.touched) sc.link_owner[l] = 0;
+      sc.touched.clear();
     }
 
     for (std::size_t i = 0; i < phase.flows.size(); ++i) {
@@ -184,6 +189,7 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
     // The isolated edges' loads, one group per distinct (bytes, seconds): a ring's edges fall
     // in a few (NVLink hops, NIC hops).
     std::vector<FlowNetwork::LinkLoad> loads;
+    double critical_s = -1;  // the exact (unrounded) time of the edge that ends last
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
       // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
@@ -193,8 +199,11 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
       const double rate = bottleneck / static_cast<double>(e.copies);
       const SimTime end = SimTime::from_seconds(ph.latency_s) +
                           SimTime::from_ps(static_cast<std::int64_t>(FlowNetwork::transfer_ps(e.bytes, rate)));
-      if (!ph.has_isolated || end > ph.isolated_duration) {
-        ph.isolated_duration = end;
+      // The critical edge by its exact time: rounding up to the picosecond keeps the order of
+      // different times but can tie them, and a scaled start must still pick the later one.
+      if (!ph.has_isolated || end > ph.isolated_duration) ph.isolated_duration = end;
+      if (e.bytes / rate > critical_s) {
+        critical_s = e.bytes / rate;
         ph.critical_bytes = e.bytes;
         ph.critical_rate_Bps = rate;
       }
@@ -225,7 +234,8 @@ void CollectiveRunner::start(const CollectivePlan& plan, const std::string& tag,
 
 void CollectiveRunner::start(const std::shared_ptr<const Prepared>& plan, const std::string& tag,
                              std::function<void()> on_done, double scale) {
-  if (!(scale > 0)) throw std::invalid_argument("CollectiveRunner: a plan's scale must be > 0");
+  if (!(scale > 0) || !std::isfinite(scale))
+    throw std::invalid_argument("CollectiveRunner: a plan's scale must be finite and > 0");
   auto run = std::make_shared<Running>();
   run->plan = plan;
   run->scale = scale;

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <limits>
 #include <cstdlib>
 #include <new>
 
@@ -15,6 +16,7 @@ std::size_t mapped_bytes(std::size_t bytes) { return (bytes + kHugePageBytes - 1
 }  // namespace
 
 void* allocate_zeroed(std::size_t bytes) {
+  if (bytes > std::numeric_limits<std::size_t>::max() - 2 * kHugePageBytes) throw std::bad_alloc();
   if (bytes < kHugePageMinBytes) {
     void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
     if (p == nullptr) throw std::bad_alloc();

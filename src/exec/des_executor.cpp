@@ -320,7 +320,10 @@ void DesExecutor::collective_ready(int r, TaskIndex t) {
 
 void DesExecutor::start_collective(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
-  const auto& plans = collective_plans(t);
+  // A collective that moves nothing is not lowered: it must not seed the plans later buckets
+  // scale (an empty plan scales to nothing).
+  static const std::vector<ScaledPlan> kNone;
+  const auto& plans = task.bytes > 0 ? collective_plans(t) : kNone;
   for (int q = 0; q < replicas_; ++q) {
     dp_activity(q, task.stage, +1);
     timing_[idx(q, t)].start_s = engine_.now().seconds();

@@ -9,6 +9,8 @@
 // ordinary anonymous memory. Smaller blocks come from calloc. Either way the memory reads as
 // zero until written.
 #include <cstddef>
+#include <limits>
+#include <new>
 #include <vector>
 
 namespace megasim {
@@ -18,7 +20,8 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // small faults, against one huge one rounded up to 2 MiB).
 inline constexpr std::size_t kHugePageMinBytes = std::size_t{1} << 20;
 
-// A zero-filled block of `bytes` (at least 1); throws std::bad_alloc.
+// A zero-filled block of `bytes` (at least 1); throws std::bad_alloc (also for a size within two
+// huge pages of SIZE_MAX, whose rounding would wrap).
 void* allocate_zeroed(std::size_t bytes);
 // Frees a block from allocate_zeroed with the same `bytes`; null is a no-op.
 void free_zeroed(void* block, std::size_t bytes) noexcept;
@@ -30,7 +33,10 @@ struct HugePageAllocator {
   HugePageAllocator() = default;
   template <class U>
   HugePageAllocator(const HugePageAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
-  T* allocate(std::size_t n) { return static_cast<T*>(allocate_zeroed(n * sizeof(T))); }
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(allocate_zeroed(n * sizeof(T)));
+  }
   void deallocate(T* p, std::size_t n) noexcept { free_zeroed(p, n * sizeof(T)); }
   template <class U>
   bool operator==(const HugePageAllocator<U>&) const noexcept {

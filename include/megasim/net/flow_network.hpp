@@ -130,7 +130,10 @@ class FlowNetwork {
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> solver_to_net_;  // solver slot -> our slot
   // Per link direction, zero until a flow crosses it (most of a large fabric's never are).
-  // Mutable: reading them folds in the registered load sets' pending weight first.
+  // Mutable: reading them folds in the registered load sets' pending weight first, so the const
+  // readers write (a FlowNetwork is single-threaded, as its engine). Sets live as long as the
+  // network: a caller that registers one per start (CollectiveRunner::start with a plan, not a
+  // prepared one) grows them with every start.
   mutable ZeroedArray<double> link_bytes_;
   mutable ZeroedArray<std::int64_t> link_busy_ps_;
   struct LoadSet {

@@ -232,7 +232,8 @@ std::size_t FlowNetwork::register_link_loads(std::vector<LinkLoad> loads) {
   for (const LinkLoad& l : loads) {
     for (const LinkId link : l.links)
       if (link >= link_bytes_.size()) throw std::invalid_argument("FlowNetwork: bad link id");
-    if (!(l.bytes >= 0) || !(l.busy_s >= 0)) throw std::invalid_argument("FlowNetwork: negative link load");
+    if (!(l.bytes >= 0) || !(l.busy_s >= 0) || !std::isfinite(l.bytes) || !std::isfinite(l.busy_s))
+      throw std::invalid_argument("FlowNetwork: a link load must be finite and >= 0");
   }
   load_sets_.push_back({std::move(loads), 0.0});
   return load_sets_.size() - 1;
@@ -240,7 +241,8 @@ std::size_t FlowNetwork::register_link_loads(std::vector<LinkLoad> loads) {
 
 void FlowNetwork::add_link_loads(std::size_t set, double weight) {
   if (set >= load_sets_.size()) throw std::invalid_argument("FlowNetwork: unknown link-load set");
-  if (!(weight >= 0)) throw std::invalid_argument("FlowNetwork: link-load weight must be >= 0");
+  if (!(weight >= 0) || !std::isfinite(weight))
+    throw std::invalid_argument("FlowNetwork: link-load weight must be finite and >= 0");
   LoadSet& ls = load_sets_[set];
   if (ls.weight == 0 && weight > 0) pending_sets_.push_back(set);
   ls.weight += weight;
@@ -274,7 +276,8 @@ std::vector<std::pair<LinkId, double>> FlowNetwork::busiest_links(std::size_t k)
   // One pass with a heap of the k best so far (its front the worst of them): a 100,000-GPU step
   // loads hundreds of thousands of links, and copying them all to sort was most of this.
   // Links that carried the same whole number of bytes tie and list by id: equal loads summed in
-  // another order (a scaled collective's) differ in their last bits, and must not reorder.
+  // another order (a scaled collective's) differ in their last bits, and must not reorder (up to
+  // rounding: two sums an ulp either side of x.5 bytes still split).
   const auto more = [](const std::pair<LinkId, double>& a, const std::pair<LinkId, double>& b) {
     const double x = std::round(a.second);
     const double y = std::round(b.second);

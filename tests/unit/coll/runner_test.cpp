@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -264,6 +265,66 @@ TEST(CollectiveRunner, ScaledPlanRunsAsTheResizedOne) {
     EXPECT_NEAR(scaled.end_s, direct.end_s, 1e-12) << isolate;
     for (std::size_t l = 0; l < direct.bytes.size(); ++l) EXPECT_NEAR(scaled.bytes[l], direct.bytes[l], 1e-9 * direct.bytes[l]);
   }
+}
+
+// Hand-built plans on one DGX H100 node (isolation on): two NVLink edges, 0 -> 1 and 2 -> 3.
+CollectivePlan two_nvlink_edges(double bytes_a, double bytes_b) {
+  CollectivePlan plan;
+  CollPhase ph;
+  ph.flows = {{0, 1, bytes_a, 0, 1}, {2, 3, bytes_b, 0, 1}};
+  plan.phases.push_back(ph);
+  return plan;
+}
+
+// The isolated edge that ends last is chosen by its exact time: 100.3 and 100.9 ps both round up
+// to 101 ps, but ten times the bytes end at 1003 and 1009 ps, and the scaled start must end at
+// 1009 ps as the plan of ten times the bytes does.
+TEST(CollectiveRunner, ScaledIsolatedEdgesEndWithTheExactlySlowest) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_h100(1);
+  const Fabric fabric = build_fabric(c);
+  const Router router(fabric, Routing::Ecmp, 1);
+  const double nvlink_Bps = c.gpu.nvlink_bandwidth_Bps;
+  auto end_ps = [&](const CollectivePlan& plan, double scale) {
+    Engine engine;
+    FlowNetwork net(engine, fabric.link_capacity_Bps());
+    CollectiveRunner runner(engine, net, router, fabric, m);
+    runner.enable_isolated_edges([](int) { return false; });
+    std::int64_t end = -1;
+    runner.start(runner.prepare(plan), "t", [&] { end = engine.now().ps(); }, scale);
+    engine.run();
+    EXPECT_EQ(runner.flows_evaluated_in_isolation(), 2u);
+    return end;
+  };
+  const double a = 100.9e-12 * nvlink_Bps;
+  const double b = 100.3e-12 * nvlink_Bps;
+  EXPECT_EQ(end_ps(two_nvlink_edges(b, a), 10.0), end_ps(two_nvlink_edges(10 * b, 10 * a), 1.0));
+  EXPECT_EQ(end_ps(two_nvlink_edges(a, b), 10.0), end_ps(two_nvlink_edges(10 * a, 10 * b), 1.0));
+  EXPECT_THROW(end_ps(two_nvlink_edges(a, b), std::numeric_limits<double>::infinity()), std::invalid_argument);
+}
+
+// A prepare() that throws halfway (a GPU outside the fabric) leaves no claimed link behind: the
+// next plan's edges are isolated as on a fresh runner.
+TEST(CollectiveRunner, PrepareAfterAThrowingPrepareStillIsolates) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_h100(1);
+  const Fabric fabric = build_fabric(c);
+  const Router router(fabric, Routing::Ecmp, 1);
+  Engine engine;
+  FlowNetwork net(engine, fabric.link_capacity_Bps());
+  CollectiveRunner runner(engine, net, router, fabric, m);
+  runner.enable_isolated_edges([](int) { return false; });
+  CollectivePlan bad = two_nvlink_edges(1e6, 1e6);
+  bad.phases[0].flows.push_back({7, 100000, 1e6, 0, 1});
+  EXPECT_ANY_THROW(runner.prepare(bad));
+  // Edge 1 (0 -> 1) crosses links the bad plan's edge 0 claimed.
+  CollectivePlan good;
+  CollPhase ph;
+  ph.flows = {{4, 5, 1e6, 0, 1}, {0, 1, 1e6, 0, 1}};
+  good.phases.push_back(ph);
+  runner.start(runner.prepare(good), "t", [] {});
+  engine.run();
+  EXPECT_EQ(runner.flows_evaluated_in_isolation(), 2u);
 }
 
 TEST(CollectiveRunner, BadGpuListsAreInputErrors) {

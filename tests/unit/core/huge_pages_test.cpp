@@ -1,10 +1,13 @@
 // allocate_zeroed / ZeroedArray / BigVector: zero until written, writable to the last byte,
 // large blocks 2 MiB-aligned (what a transparent huge page needs), every size freed cleanly
-// (the ASan build checks the frees).
+// (the ASan build checks the frees of calloc'd blocks; a mapped block's rounded-up tail and its
+// munmap size are beyond ASan's view), sizes whose byte count would wrap refused.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <utility>
 
 #include "megasim/core/huge_pages.hpp"
@@ -30,6 +33,9 @@ TEST(HugePages, BlocksReadZeroAndAreWritable) {
     free_zeroed(p, bytes);
   }
   free_zeroed(nullptr, kHugePageBytes);  // a no-op, as free(nullptr)
+  EXPECT_THROW(allocate_zeroed(std::numeric_limits<std::size_t>::max()), std::bad_alloc);
+  EXPECT_THROW(ZeroedArray<double>(std::numeric_limits<std::size_t>::max() / 8 + 2), std::bad_alloc);
+  EXPECT_THROW(HugePageAllocator<double>().allocate(std::numeric_limits<std::size_t>::max() / 4), std::bad_array_new_length);
 }
 
 TEST(HugePages, ZeroedArrayAndBigVector) {

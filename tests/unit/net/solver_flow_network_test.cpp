@@ -138,13 +138,11 @@ TEST(FlowNetwork, BusiestLinksByBytesThenId) {
 TEST(FlowNetwork, BusiestLinksTieOnWholeBytes) {
   Engine engine;
   FlowNetwork net(engine, {1e9, 1e9});
-  const std::size_t a = net.register_link_loads({{0.1, 0, {1}}});
-  const std::size_t b = net.register_link_loads({{0.2, 0, {0}}, {0.1, 0, {0}}});
+  const std::size_t a = net.register_link_loads({{0.3, 0, {0}}});
+  const std::size_t b = net.register_link_loads({{0.2, 0, {1}}, {0.1, 0, {1}}});
   net.add_link_loads(a, 1.0);
   net.add_link_loads(b, 1.0);
-  net.register_link_loads({});
-  engine.run();
-  ASSERT_NE(net.link_bytes(0), 0.3 + 0.0);  // 0.2 + 0.1 is not 0.3 in binary
+  ASSERT_GT(net.link_bytes(1), net.link_bytes(0));  // 0.2 + 0.1 is a little over 0.3 in binary
   const auto top = net.busiest_links(2);
   ASSERT_EQ(top.size(), 2u);
   EXPECT_EQ(top[0].first, 0u);

@@ -127,6 +127,22 @@ TEST(Engine, RandomInterleavingRunsInTimeThenSchedulingOrder) {
     cancelled.push_back(false);
     ids.push_back(e.schedule_at(ps(scheduled.back().t), [&fire, i] { fire(i); }));
   }
+  // Far-future events, most cancelled from a callback while the run goes on: the dead entries
+  // outgrow the live ones and the heap is rebuilt without them mid-run.
+  const std::size_t far_first = scheduled.size();
+  for (int i = 0; i < 12000; ++i) {
+    const int s = static_cast<int>(scheduled.size());
+    scheduled.push_back({1'000'000 + static_cast<std::int64_t>(next() % 1000), s});
+    cancelled.push_back(false);
+    ids.push_back(e.schedule_at(ps(scheduled.back().t), [&fire, s] { fire(s); }));
+  }
+  e.schedule_at(ps(25), [&] {
+    for (std::size_t i = far_first; i < far_first + 12000; ++i)
+      if (i % 8 != 0 && e.cancel(ids[i])) cancelled[i] = true;
+  });
+  scheduled.push_back({25, static_cast<int>(scheduled.size())});  // the canceller's own slot
+  cancelled.push_back(true);                                       // (not in `ran`)
+  ids.push_back(kNoEvent);
   e.run();
   ASSERT_GT(ran.size(), 10000u);
   for (std::size_t k = 1; k < ran.size(); ++k) {
