@@ -343,8 +343,11 @@ std::vector<LinkShare> Router::link_shares(int src, int dst, std::uint64_t queue
     }
     if (e.src_tor >= 0 && e.src_tor != e.dst_tor) {
       // Exact per-hop even split, layer by layer.
+      // The next layer's fractions per switch, summed in the order they arrive (as a map
+      // would), the layer then walked in ascending switch order.
       std::vector<std::pair<int, double>> layer{{tables_->tor_switch[static_cast<std::size_t>(e.src_tor)], 1.0}};
-      std::vector<std::pair<int, double>> next;
+      std::vector<double> next_frac(static_cast<std::size_t>(tables_->num_switches), 0.0);
+      std::vector<int> next;
       std::vector<LinkId> cands;
       while (true) {
         next.clear();
@@ -354,12 +357,19 @@ std::vector<LinkShare> Router::link_shares(int src, int dst, std::uint64_t queue
           for (LinkId l : cands) {
             const double f = frac / static_cast<double>(cands.size());
             share.emplace_back(l, f);
-            next.emplace_back(tables_->switch_of_vertex[fabric_.link_dst(l)], f);
+            const int to = tables_->switch_of_vertex[fabric_.link_dst(l)];
+            double& acc = next_frac[static_cast<std::size_t>(to)];
+            if (acc == 0.0) next.push_back(to);
+            acc += f;
           }
         }
         if (next.empty()) break;
-        merge_sums(next);
-        layer.swap(next);
+        std::sort(next.begin(), next.end());
+        layer.clear();
+        for (const int sw : next) {
+          layer.emplace_back(sw, next_frac[static_cast<std::size_t>(sw)]);
+          next_frac[static_cast<std::size_t>(sw)] = 0.0;
+        }
       }
     }
   } else {
