@@ -47,6 +47,9 @@ class Engine {
   // Returns whether events remain.
   bool run_until(SimTime t);
   std::uint64_t events_processed() const { return processed_; }
+  // Events scheduled so far (the next event's sequence number): unchanged between two calls
+  // means nothing was scheduled between them.
+  std::uint64_t events_scheduled() const { return next_seq_; }
   std::size_t pending_events() const { return live_; }
 
   // Task tracking for the deadlock report.

@@ -92,12 +92,39 @@ FlowId FlowNetwork::start_flow(FlowRequest request) {
   if (latency == SimTime()) {
     activate(slot);
   } else {
-    f.event = engine_.schedule_after(latency, [this, slot] {
-      flows_[slot].event = kNoEvent;
-      activate(slot);
-    });
+    activate_after_latency(slot, engine_.now() + latency);
   }
   return id;
+}
+
+void FlowNetwork::activate_after_latency(std::uint32_t slot, SimTime at) {
+  if (open_batch_ps_ == at.ps() && engine_.events_scheduled() == open_batch_seq_) {
+    activations_[open_batch_].push_back(slot);
+    return;
+  }
+  std::uint32_t batch;
+  if (!free_activations_.empty()) {
+    batch = free_activations_.back();
+    free_activations_.pop_back();
+  } else {
+    batch = static_cast<std::uint32_t>(activations_.size());
+    activations_.emplace_back();
+  }
+  activations_[batch].push_back(slot);
+  engine_.schedule_at(at, [this, batch] { run_activation(batch); });
+  open_batch_ps_ = at.ps();
+  open_batch_seq_ = engine_.events_scheduled();
+  open_batch_ = batch;
+}
+
+void FlowNetwork::run_activation(std::uint32_t batch) {
+  if (open_batch_ == batch) open_batch_ps_ = -1;  // it no longer takes flows
+  std::vector<std::uint32_t> slots;
+  slots.swap(activations_[batch]);
+  for (const std::uint32_t slot : slots) activate(slot);
+  slots.clear();
+  activations_[batch].swap(slots);  // keep the capacity for the batch's next use
+  free_activations_.push_back(batch);
 }
 
 void FlowNetwork::activate(std::uint32_t slot) {

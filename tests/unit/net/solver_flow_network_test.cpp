@@ -118,6 +118,24 @@ TEST(FlowNetwork, StalledFlowIsReportedAsUnfinished) {
   }
 }
 
+// Flows whose latency ends together share one activation event only when nothing else was
+// scheduled between their starts: an event scheduled in between (X, which starts flow C at that
+// time) still runs between the two activations, so C completes between A and B.
+TEST(FlowNetwork, SharedLatencyEndsKeepTheEventOrder) {
+  Engine engine;
+  FlowNetwork net(engine, {1e9});
+  std::vector<char> done;
+  auto flow = [&](char name, double latency_s) {
+    net.start_flow({.path = {0}, .bytes = 0.0, .latency_s = latency_s, .on_complete = [&done, name] { done.push_back(name); }});
+  };
+  flow('A', 1e-6);
+  engine.schedule_at(SimTime::from_seconds(1e-6), [&] { flow('C', 0.0); });
+  flow('B', 1e-6);
+  flow('D', 1e-6);  // shares B's activation
+  engine.run();
+  EXPECT_EQ(std::string(done.begin(), done.end()), "ACBD");
+}
+
 TEST(FlowNetwork, BusiestLinksByBytesThenId) {
   Engine engine;
   FlowNetwork net(engine, {1e9, 1e9, 1e9, 1e9});
