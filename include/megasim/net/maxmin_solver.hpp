@@ -41,6 +41,9 @@ class MaxMinSolver {
   explicit MaxMinSolver(std::span<const double> link_capacity_Bps);
   explicit MaxMinSolver(const std::vector<double>& link_capacity_Bps)
       : MaxMinSolver(std::span<const double>(link_capacity_Bps)) {}
+  ~MaxMinSolver();
+  MaxMinSolver(const MaxMinSolver&) = delete;
+  MaxMinSolver& operator=(const MaxMinSolver&) = delete;
 
   // A flow with an empty path is constrained only by its cap (rate = cap, possibly +inf).
   FlowHandle add_flow(const LinkPath& path, double cap_Bps = kUnlimited, int multiplicity = 1);
@@ -121,10 +124,18 @@ class MaxMinSolver {
     std::uint32_t flow;
     std::uint32_t hop;
   };
+  // Everything the solver keeps per link direction, its flow list included: one lookup per hop
+  // instead of three (a list index, the list's header, its entries), and all-zero until a flow
+  // crosses the link. The entries live in a malloc'd block (owned_lists_ names the links that
+  // have one; the destructor frees them).
   struct LinkState {
     double remaining_Bps = 0.0;
     double weight = 0.0;  // sum of multiplicities of unfrozen flows
+    LinkEntry* entries = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t capacity = 0;
     std::uint32_t stamp = 0;
+    std::uint8_t dirty = 0;  // in dirty_links_
   };
 
   const Flow& flow_at(FlowHandle h) const;
@@ -134,23 +145,20 @@ class MaxMinSolver {
   void fill_component();
   void freeze(std::uint32_t flow, double rate_Bps);
 
-  // The flows on a link that has carried one (a folded run on a 98,304-GPU fabric touches a few
-  // thousand of its million link directions): link_list_[link] is 1 + the index of its list in
-  // lists_, 0 until a flow first crosses it, so per-link memory is only touched where used.
-  std::vector<LinkEntry>& list_of(LinkId link) { return lists_[link_list_[link] - 1]; }
-  const std::vector<LinkEntry>& list_of(LinkId link) const { return lists_[link_list_[link] - 1]; }
-  std::vector<LinkEntry>& list_for_new_flow(LinkId link);
+  // The flows on a link (a folded run on a 98,304-GPU fabric touches a few thousand of its
+  // million link directions: per-link memory is only touched where used).
+  std::span<LinkEntry> list_of(LinkId link) { return {link_state_[link].entries, link_state_[link].size}; }
+  std::span<const LinkEntry> list_of(LinkId link) const { return {link_state_[link].entries, link_state_[link].size}; }
+  void push_entry(LinkId link, LinkEntry e);
 
   BigVector<double> capacity_;
-  ZeroedArray<std::uint32_t> link_list_;
-  std::vector<std::vector<LinkEntry>> lists_;
   ZeroedArray<LinkState> link_state_;
+  std::vector<LinkId> owned_lists_;  // links whose entries block the solver allocated
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   std::size_t live_flows_ = 0;
 
   std::vector<LinkId> dirty_links_;
-  ZeroedArray<std::uint8_t> link_dirty_;
   std::vector<FlowHandle> changed_;
   std::uint32_t epoch_ = 0;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -27,15 +29,17 @@ constexpr double kZeroWeight = 0.5;
 
 MaxMinSolver::MaxMinSolver(std::span<const double> link_capacity_Bps)
     : capacity_(link_capacity_Bps.begin(), link_capacity_Bps.end()),
-      link_list_(capacity_.size()),
-      link_state_(capacity_.size()),
-      link_dirty_(capacity_.size()) {
+      link_state_(capacity_.size()) {
   for (std::size_t i = 0; i < capacity_.size(); ++i) {
     if (!(capacity_[i] >= 0.0)) {
       throw std::invalid_argument("MaxMinSolver: capacity of link " + std::to_string(i) +
                                   " must be >= 0 and not NaN");
     }
   }
+}
+
+MaxMinSolver::~MaxMinSolver() {
+  for (const LinkId link : owned_lists_) std::free(link_state_[link].entries);
 }
 
 void MaxMinSolver::check_link(LinkId link) const {
@@ -71,30 +75,34 @@ double MaxMinSolver::link_capacity_Bps(LinkId link) const {
 
 std::size_t MaxMinSolver::flows_on_link(LinkId link) const {
   check_link(link);
-  return link_list_[link] == 0 ? 0 : list_of(link).size();
+  return link_state_[link].size;
 }
 
 double MaxMinSolver::link_load_Bps(LinkId link) const {
   check_link(link);
   double load = 0.0;
-  if (link_list_[link] == 0) return load;
   for (const LinkEntry& e : list_of(link)) {
     load += flows_[e.flow].rate_Bps * flows_[e.flow].weight;
   }
   return load;
 }
 
-std::vector<MaxMinSolver::LinkEntry>& MaxMinSolver::list_for_new_flow(LinkId link) {
-  if (link_list_[link] == 0) {
-    lists_.emplace_back();
-    link_list_[link] = static_cast<std::uint32_t>(lists_.size());
+void MaxMinSolver::push_entry(LinkId link, LinkEntry e) {
+  LinkState& s = link_state_[link];
+  if (s.size == s.capacity) {
+    const std::uint32_t grown = s.capacity == 0 ? 4 : 2 * s.capacity;
+    auto* block = static_cast<LinkEntry*>(std::realloc(s.entries, grown * sizeof(LinkEntry)));
+    if (block == nullptr) throw std::bad_alloc();
+    if (s.entries == nullptr) owned_lists_.push_back(link);
+    s.entries = block;
+    s.capacity = grown;
   }
-  return list_of(link);
+  s.entries[s.size++] = e;
 }
 
 void MaxMinSolver::mark_dirty(LinkId link) {
-  if (link_dirty_[link] == 0) {
-    link_dirty_[link] = 1;
+  if (link_state_[link].dirty == 0) {
+    link_state_[link].dirty = 1;
     dirty_links_.push_back(link);
   }
 }
@@ -123,9 +131,8 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
   // With no link to share, the flow runs at its own cap at once.
   f.rate_Bps = path.empty() ? cap_Bps : 0.0;
   for (std::size_t hop = 0; hop < path.size(); ++hop) {
-    auto& entries = list_for_new_flow(path[hop]);
-    f.hops[hop].pos = static_cast<std::uint32_t>(entries.size());
-    entries.push_back(LinkEntry{slot, static_cast<std::uint32_t>(hop)});
+    f.hops[hop].pos = link_state_[path[hop]].size;
+    push_entry(path[hop], LinkEntry{slot, static_cast<std::uint32_t>(hop)});
     mark_dirty(path[hop]);
   }
   ++live_flows_;
@@ -136,11 +143,11 @@ void MaxMinSolver::remove_flow(FlowHandle h) {
   if (!valid(h)) throw std::invalid_argument("MaxMinSolver: remove of stale flow handle");
   Flow& f = flows_[h.slot];
   for (const Hops::Hop& hop : f.hops) {
-    auto& entries = list_of(hop.link);
-    const LinkEntry moved = entries.back();
-    entries[hop.pos] = moved;
+    LinkState& s = link_state_[hop.link];
+    const LinkEntry moved = s.entries[s.size - 1];
+    s.entries[hop.pos] = moved;
     flows_[moved.flow].hops[moved.hop].pos = hop.pos;
-    entries.pop_back();
+    --s.size;
     mark_dirty(hop.link);
   }
   f.hops.clear();
@@ -187,7 +194,7 @@ void MaxMinSolver::solve() {
   comp_links_.clear();
   // Dirty components are independent, so filling their union at once gives the same rates.
   for (LinkId link : dirty_links_) {
-    link_dirty_[link] = 0;
+    link_state_[link].dirty = 0;
     collect_component(link);
   }
   dirty_links_.clear();
