@@ -24,12 +24,11 @@ struct CollectiveRunner::Prepared {
   struct Phase {
     double latency_s = 0;
     std::vector<Flow> simulated;
-    // Isolated edges, evaluated instead of simulated: when the slowest ends (from the phase's
-    // start), what they put on their links (a FlowNetwork link-load set) and how many flows
-    // they stand for.
+    // Isolated edges, evaluated instead of simulated: the one that ends last (a copy's bytes and
+    // rate; the phase ends with it, at any scale), what they put on their links (a FlowNetwork
+    // link-load set) and how many flows they stand for.
     bool has_isolated = false;
-    SimTime isolated_duration;
-    double critical_bytes = 0;  // the isolated edge that ends last: a copy's bytes and rate
+    double critical_bytes = 0;
     double critical_rate_Bps = 0;
     std::size_t isolated_loads = 0;
     std::uint64_t isolated_flows = 0;
@@ -122,8 +121,8 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
     };
     std::vector<Edge>& edges = sc.edges;
     edges.clear();
-    // Links a phase claimed are handed back at its end; a phase that threw (a bad GPU id in a
-    // hand-built plan) left its claims behind, so drop any here before claiming again.
+    // Hand back the links the previous phase claimed (also when it threw: a bad GPU id in a
+    // hand-built plan).
     for (LinkId l : sc.touched) sc.link_owner[l] = 0;
     sc.touched.clear();
     sc.edge_of.assign(phase.flows.size(), -1);
@@ -176,8 +175,6 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
             for (LinkId l : p.links) claim(l, e);
         }
       }
-      for (LinkId l : sc.touched) sc.link_owner[l] = 0;
-      sc.touched.clear();
     }
 
     for (std::size_t i = 0; i < phase.flows.size(); ++i) {
@@ -192,16 +189,12 @@ std::shared_ptr<const CollectiveRunner::Prepared> CollectiveRunner::prepare(cons
     double critical_s = -1;  // the exact (unrounded) time of the edge that ends last
     for (const Edge& e : edges) {
       if (!e.isolated || e.copies == 0 || !(e.bytes > 0)) continue;
-      // Alone on its links, each copy gets the bottleneck's capacity over the copies; the
-      // completion is rounded as the flow network rounds it.
+      // Alone on its links, each copy gets the bottleneck's capacity over the copies.
       double bottleneck = std::numeric_limits<double>::infinity();
       for (int k = 0; k < e.length; ++k) bottleneck = std::min(bottleneck, cap[e.links[static_cast<std::size_t>(k)]]);
       const double rate = bottleneck / static_cast<double>(e.copies);
-      const SimTime end = SimTime::from_seconds(ph.latency_s) +
-                          SimTime::from_ps(static_cast<std::int64_t>(FlowNetwork::transfer_ps(e.bytes, rate)));
       // The critical edge by its exact time: rounding up to the picosecond keeps the order of
       // different times but can tie them, and a scaled start must still pick the later one.
-      if (!ph.has_isolated || end > ph.isolated_duration) ph.isolated_duration = end;
       if (e.bytes / rate > critical_s) {
         critical_s = e.bytes / rate;
         ph.critical_bytes = e.bytes;
@@ -269,11 +262,11 @@ void CollectiveRunner::start_phase(const std::shared_ptr<Running>& run) {
   if (phase.has_isolated) {
     network_.add_link_loads(phase.isolated_loads, k);
     flows_isolated_ += phase.isolated_flows;
-    // Scaled, the edge that ended last still does (its time is linear in its bytes).
-    const SimTime end = k == 1.0 ? phase.isolated_duration
-                                 : SimTime::from_seconds(phase.latency_s) +
-                                       SimTime::from_ps(static_cast<std::int64_t>(
-                                           FlowNetwork::transfer_ps(phase.critical_bytes * k, phase.critical_rate_Bps)));
+    // Scaled, the edge that ended last still does (its time is linear in its bytes); its end is
+    // rounded as the flow network rounds a flow's.
+    const SimTime end = SimTime::from_seconds(phase.latency_s) +
+                        SimTime::from_ps(static_cast<std::int64_t>(
+                            FlowNetwork::transfer_ps(phase.critical_bytes * k, phase.critical_rate_Bps)));
     engine_.schedule_after(end, [this, run] { flow_done(run); });
   }
   for (const Prepared::Flow& f : phase.simulated) {

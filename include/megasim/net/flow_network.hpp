@@ -103,7 +103,7 @@ class FlowNetwork {
     double remaining_bytes = 0.0;
     double rate_Bps = 0.0;
     SimTime last_update;
-    EventId event = kNoEvent;     // latency end or completion
+    EventId event = kNoEvent;     // completion (latency ends run as shared activations)
     TaskId task = 0;
     std::uint32_t gen = 1;
     bool live = false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "megasim/coll/lowering.hpp"
+#include "plan_testing.hpp"
 #include "test_clusters.hpp"
 
 namespace megasim {
@@ -14,34 +15,10 @@ namespace {
 
 using testing::bundled_nccl_model;
 
-void expect_same_flows(const CollectivePlan& a, const CollectivePlan& b) {
-  EXPECT_EQ(a.lowered_as, b.lowered_as);
-  EXPECT_EQ(a.channels, b.channels);
-  EXPECT_EQ(a.estimate.time_s, b.estimate.time_s);
-  ASSERT_EQ(a.phases.size(), b.phases.size());
-  for (std::size_t p = 0; p < a.phases.size(); ++p) {
-    EXPECT_EQ(a.phases[p].latency_s, b.phases[p].latency_s);
-    ASSERT_EQ(a.phases[p].flows.size(), b.phases[p].flows.size());
-    for (std::size_t i = 0; i < a.phases[p].flows.size(); ++i) {
-      const FlowStep& x = a.phases[p].flows[i];
-      const FlowStep& y = b.phases[p].flows[i];
-      EXPECT_EQ(x.src_gpu, y.src_gpu);
-      EXPECT_EQ(x.dst_gpu, y.dst_gpu);
-      EXPECT_EQ(x.queue_pair, y.queue_pair);
-      EXPECT_EQ(x.multiplicity, y.multiplicity);
-      EXPECT_NEAR(x.wire_bytes, y.wire_bytes, 1e-12 * y.wire_bytes);
-    }
-  }
-}
+// Resized plans carry the lowering's wire bytes to rounding.
+void expect_same_flows(const CollectivePlan& a, const CollectivePlan& b) { testing::expect_same_plan(a, b, 1e-12); }
 
-CollectiveRequest group(CollOp op, CollAlgo algo, double bytes, int first, int stride, int count) {
-  CollectiveRequest r;
-  r.op = op;
-  r.algo = algo;
-  r.size_bytes = bytes;
-  for (int i = 0; i < count; ++i) r.gpus.push_back(first + i * stride);
-  return r;
-}
+constexpr auto group = testing::group_request;
 
 // Every pair of sizes from 4 KiB to 4 GiB, for every op and algorithm a DP group or a node's
 // group uses: whatever size_scale accepts is exact, and it accepts the large-message pairs.

@@ -6,44 +6,18 @@
 #include <vector>
 
 #include "megasim/coll/lowering.hpp"
+#include "plan_testing.hpp"
 #include "test_clusters.hpp"
 
 namespace megasim {
 namespace {
 
 using testing::bundled_nccl_model;
+using testing::expect_same_plan;
 
-void expect_same_plan(const CollectivePlan& a, const CollectivePlan& b) {
-  EXPECT_EQ(a.lowered_as, b.lowered_as);
-  EXPECT_EQ(a.channels, b.channels);
-  EXPECT_EQ(a.shape.ranks, b.shape.ranks);
-  EXPECT_EQ(a.shape.nodes, b.shape.nodes);
-  EXPECT_EQ(a.shape.same_rail, b.shape.same_rail);
-  EXPECT_EQ(a.estimate.time_s, b.estimate.time_s);
-  ASSERT_EQ(a.phases.size(), b.phases.size());
-  for (std::size_t p = 0; p < a.phases.size(); ++p) {
-    EXPECT_EQ(a.phases[p].latency_s, b.phases[p].latency_s);
-    ASSERT_EQ(a.phases[p].flows.size(), b.phases[p].flows.size());
-    for (std::size_t i = 0; i < a.phases[p].flows.size(); ++i) {
-      const FlowStep& x = a.phases[p].flows[i];
-      const FlowStep& y = b.phases[p].flows[i];
-      EXPECT_EQ(x.src_gpu, y.src_gpu);
-      EXPECT_EQ(x.dst_gpu, y.dst_gpu);
-      EXPECT_EQ(x.queue_pair, y.queue_pair);
-      EXPECT_EQ(x.wire_bytes, y.wire_bytes);
-      EXPECT_EQ(x.multiplicity, y.multiplicity);
-    }
-  }
-}
-
-// A DP-like group: GPUs `first`, `first + stride`, ... (two per 8-GPU node with stride 4).
+// A DP-like group of 256 MB (two GPUs per 8-GPU node with stride 4).
 CollectiveRequest group(CollOp op, CollAlgo algo, int first, int stride, int count) {
-  CollectiveRequest r;
-  r.op = op;
-  r.algo = algo;
-  r.size_bytes = 256e6;
-  for (int i = 0; i < count; ++i) r.gpus.push_back(first + i * stride);
-  return r;
+  return testing::group_request(op, algo, 256e6, first, stride, count);
 }
 
 TEST(ShiftedPlanTextbook, EqualsLoweringTheShiftedGroup) {
