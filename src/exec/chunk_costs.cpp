@@ -127,16 +127,18 @@ LayerPasses time_layer_passes(const Context& c) {
   const JobSpec& job = c.job;
   LayerPasses p;
   for (const LayerKind& k : layer_kinds(job.model)) {
-    KindPasses kp{k, time_ops(c, layer_forward_ops(job, k)), time_ops(c, layer_backward_ops(job, k))};
-    kp.bwd += time_ops(c, layer_recompute_ops(job, k));
+    const double host_s = host_s_per_launch(c, k.moe);
+    KindPasses kp{k, time_ops(c, layer_forward_ops(job, k), host_s), time_ops(c, layer_backward_ops(job, k), host_s)};
+    kp.bwd += time_ops(c, layer_recompute_ops(job, k), host_s);
     p.kinds.push_back(kp);
   }
   p.layer_fwd = p.kinds.front().fwd;
   p.layer_bwd = p.kinds.front().bwd;
-  p.embedding_fwd = time_ops(c, embedding_forward_ops(job));
-  p.embedding_bwd = time_ops(c, embedding_backward_ops(job));
-  p.head_fwd = time_ops(c, lm_head_forward_ops(job));
-  p.head_bwd = time_ops(c, lm_head_backward_ops(job));
+  const double host_s = host_s_per_launch(c, false);
+  p.embedding_fwd = time_ops(c, embedding_forward_ops(job), host_s);
+  p.embedding_bwd = time_ops(c, embedding_backward_ops(job), host_s);
+  p.head_fwd = time_ops(c, lm_head_forward_ops(job), host_s);
+  p.head_bwd = time_ops(c, lm_head_backward_ops(job), host_s);
   return p;
 }
 

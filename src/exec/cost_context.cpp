@@ -32,6 +32,11 @@ HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& cat
 
 }  // namespace
 
+double host_s_per_launch(const Context& c, bool moe_layer) {
+  const SystemSpec& s = c.job.system;
+  return c.hw.host_dispatch_s * (moe_layer ? s.host_launch_factor_moe_layer : s.host_launch_factor_dense_layer);
+}
+
 CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus) {
   CollGroupShape g;
   g.ranks = static_cast<int>(ranks);

@@ -149,10 +149,10 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
 // A pass whose host blocks at ops[s] until the GPU is idle (LayerOp::host_waits_for_gpu): the
 // stretch between two waits is this pass's ops from the wait to its end and the next layer's up
 // to its wait - in steady state this pass rotated to start at ops[s] - launched at
-// host_dispatch_s apiece (host_launch_queue.hpp). Collectives count as GPU time at their serial
+// host_s_per_launch apiece (host_launch_queue.hpp). Collectives count as GPU time at their serial
 // duration, one launch each.
 double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const std::vector<double>& op_s,
-                        std::size_t s, int chunks) {
+                        std::size_t s, int chunks, double host_s_per_launch) {
   std::vector<LaunchedOp> run;
   run.reserve(ops.size());
   for (std::size_t n = 0; n < ops.size(); ++n) {
@@ -164,12 +164,12 @@ double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const
       run.push_back({op_s[i], op_launches(op, chunks)});
     }
   }
-  return gpu_idle_behind_host_s(run, c.hw.host_dispatch_s);
+  return gpu_idle_behind_host_s(run, host_s_per_launch);
 }
 
 }  // namespace
 
-PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
+PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double host_s_per_launch) {
   PassTimes t;
   const int chunks = overlap_chunks(c.job);
   // Each compute op's time in the pass, once: the loop sums them and the collectives that run
@@ -190,15 +190,17 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops) {
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
   }
-  // An eager framework cannot launch faster than its host dispatch rate: when the kernels are
-  // short the GPU waits for the CPU (hw profile: host_dispatch_s, measured). Where the host waits
+  // An eager framework cannot launch faster than its host issues kernels: when the kernels are
+  // short the GPU waits for the CPU (hw profile host_dispatch_s times the framework's factor,
+  // both measured). Where the host waits
   // for the GPU mid-pass it cannot run ahead: the GPU also idles after the wait. The queue counts
   // the pass's collectives at their serial time; where overlap later hides them, the host still
   // had to launch everything, so the rate bound stays a floor.
-  const double rate_bound_s = t.kernels * c.hw.host_dispatch_s;
+  const double rate_bound_s = t.kernels * host_s_per_launch;
   const auto wait = std::find_if(ops.begin(), ops.end(), [](const LayerOp& op) { return op.host_waits_for_gpu; });
   if (wait != ops.end()) {
-    t.host_wait_s = host_wait_idle_s(c, ops, op_s, static_cast<std::size_t>(wait - ops.begin()), chunks);
+    t.host_wait_s = host_wait_idle_s(c, ops, op_s, static_cast<std::size_t>(wait - ops.begin()), chunks,
+                                     host_s_per_launch);
     t.compute_s = std::max(t.compute_s + t.host_wait_s, rate_bound_s);
   } else {
     t.compute_s = std::max(t.compute_s, rate_bound_s);

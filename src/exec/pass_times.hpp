@@ -10,6 +10,8 @@
 
 namespace megasim {
 
-PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops);
+// `host_s_per_launch`: the host time each kernel launch of this pass costs
+// (host_s_per_launch(c, layer kind), cost_context.hpp).
+PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double host_s_per_launch);
 
 }  // namespace megasim

@@ -24,8 +24,10 @@ Timing: wall-clock per step (torch.cuda.synchronize() before and after the stack
 REPS after WARM warm-ups, divided by LAYERS. Writes JSON to --out.
     python3 tools/measure/moe_host_sync_h200.py --out bench/data/h200-moe-host-sync.json
 
-STATUS: run once, on an H100 80GB HBM3 (the lent machine, torch 2.11 / CUDA 13.0), stored as
-bench/data/h100-moe-host-sync.json. Not yet run on an H200.
+STATUS: run on two lent H100 80GB HBM3 hosts (torch 2.11 / CUDA 13.0): bench/data/h100-moe-host-sync.json
+(16.3 us a launch at 128 tokens, the hardware profiles' host_dispatch_s) and, on 2026-12-06 beside
+tools/measure/mcore_moe_host_time.py on the same host, bench/data/h100-moe-host-sync-host2.json
+(28.0-28.8 us a launch: lent hosts differ by 1.8x). Not yet run on an H200.
 """
 import statistics
 import time

@@ -109,8 +109,8 @@ TEST(MoeStep, ExpertGradientsReduceOverExpertDataParallelRanks) {
 // Dropless: the host waits for the token counts before each MoE layer's dispatch, so after it
 // the GPU runs each kernel only once the host has launched it. At 1,024 tokens a micro-batch
 // the experts' kernels are short; with FP8 current scaling their casts are four launches per
-// expert (64 per cast here) and the GPU idles behind the host, where delayed scaling's one fused
-// cast keeps it nearly busy. The backward reuses the forward's counts and does not wait.
+// expert (64 per cast here) and the GPU idles behind the host far longer than under delayed
+// scaling's one fused cast. The backward reuses the forward's counts and does not wait.
 TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
   const LayerKind moe{true, false};
   auto pass_times = [&](const std::vector<std::string>& sets, bool forward) {
@@ -119,12 +119,15 @@ TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
     all.insert(all.end(), sets.begin(), sets.end());
     const JobSpec job = qwen3_30b(all);
     const auto data = load_step_cost_data(job, catalog());
-    return time_ops(make_context(job, *data), forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe));
+    const Context c = make_context(job, *data);
+    return time_ops(c, forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe), host_s_per_launch(c, true));
   };
   const double tensorwise = pass_times({"training.fp8_recipe=tensorwise"}, true).host_wait_s;
   const double delayed = pass_times({}, true).host_wait_s;
   EXPECT_GT(tensorwise, 0.3e-3);
-  EXPECT_GT(tensorwise, 5.0 * delayed);
+  // Host-bound: the forward takes its launches at the host's rate (189 here against 60 under
+  // delayed scaling), and the GPU idles for what its kernels do not fill.
+  EXPECT_GT(tensorwise, 3.0 * delayed);
   EXPECT_GT(delayed, 0.0);  // at least the first launch after the wait
   EXPECT_EQ(pass_times({"training.fp8_recipe=tensorwise"}, false).host_wait_s, 0.0);
   // Padded to the capacity the counts are known on the host: no wait.
@@ -150,6 +153,41 @@ TEST(MoeStep, FlexDispatcherSmsSlowTheComputeItHidesBehind) {
   EXPECT_DOUBLE_EQ(deepep_default, exposed("20"));
   EXPECT_GT(deepep_default, exposed("8"));
   EXPECT_THROW(exposed("132"), InputError);
+}
+
+// The host issues each kernel of a pass at the hardware profile's eager-PyTorch rate times the
+// framework's factor for its own layer code, measured for Megatron-Core: MoE layers (router,
+// token dispatcher) cost more host time per launch than dense ones; plain PyTorch modules 1.
+TEST(MoeStep, HostTimePerLaunchIsTheEagerRateTimesTheFrameworkFactor) {
+  const JobSpec mcore = qwen3_30b();
+  const auto data = load_step_cost_data(mcore, catalog());
+  const Context c = make_context(mcore, *data);
+  const double eager = c.hw.host_dispatch_s;
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, true), eager * mcore.system.host_launch_factor_moe_layer);
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, false), eager * mcore.system.host_launch_factor_dense_layer);
+  EXPECT_GT(mcore.system.host_launch_factor_moe_layer, mcore.system.host_launch_factor_dense_layer);
+  EXPECT_GT(mcore.system.host_launch_factor_dense_layer, 1.0);
+
+  const JobSpec plain = qwen3_30b({"system.preset=pytorch-fsdp", "parallel.zero_stage=3"});
+  const auto plain_data = load_step_cost_data(plain, catalog());
+  const Context p = make_context(plain, *plain_data);
+  EXPECT_DOUBLE_EQ(host_s_per_launch(p, true), p.hw.host_dispatch_s);
+
+  // Twenty 1-byte element-wise kernels: nothing for the GPU, the pass is the host's launches.
+  LayerOp tiny;
+  tiny.name = "tiny";
+  tiny.kind = OpKind::Elementwise;
+  tiny.bytes = 1;
+  const std::vector<LayerOp> ops(20, tiny);
+  EXPECT_NEAR(time_ops(c, ops, 30e-6).compute_s, 20 * 30e-6, 1e-12);
+  EXPECT_NEAR(time_ops(c, ops, 10e-6).compute_s, 20 * 10e-6, 1e-12);
+}
+
+// A factor below 1 would make a framework's layer code cheaper than the plain PyTorch it runs
+// on: an input error naming the field.
+TEST(MoeStep, HostLaunchFactorBelowOneIsAnInputError) {
+  EXPECT_THROW(qwen3_30b({"system.host_launch_factor_moe_layer=0.5"}), InputError);
+  EXPECT_NO_THROW(qwen3_30b({"system.host_launch_factor_moe_layer=2.5"}));
 }
 
 }  // namespace
