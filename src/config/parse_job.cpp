@@ -127,8 +127,14 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_shared_expert_overlap", s.moe_shared_expert_overlap);
   flag("overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm);
-  if (const auto f = r.number_opt("host_launch_factor_dense_layer", 1.0, 10.0)) s.host_launch_factor_dense_layer = *f;
-  if (const auto f = r.number_opt("host_launch_factor_moe_layer", 1.0, 10.0)) s.host_launch_factor_moe_layer = *f;
+  const std::array<std::pair<std::string_view, double SystemSpec::*>, 4> host_factors{{
+      {"host_launch_factor_dense_forward", &SystemSpec::host_launch_factor_dense_forward},
+      {"host_launch_factor_dense_backward", &SystemSpec::host_launch_factor_dense_backward},
+      {"host_launch_factor_moe_forward", &SystemSpec::host_launch_factor_moe_forward},
+      {"host_launch_factor_moe_backward", &SystemSpec::host_launch_factor_moe_backward}}};
+  for (const auto& [key, field] : host_factors) {
+    if (const auto f = r.number_opt(key, 1.0, 10.0)) s.*field = *f;
+  }
 }
 
 // system.attention_kernel = "auto": Transformer Engine's backend choice, cuDNN's fused attention

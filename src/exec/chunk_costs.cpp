@@ -127,18 +127,22 @@ LayerPasses time_layer_passes(const Context& c) {
   const JobSpec& job = c.job;
   LayerPasses p;
   for (const LayerKind& k : layer_kinds(job.model)) {
-    const double host_s = host_s_per_launch(c, k.moe);
-    KindPasses kp{k, time_ops(c, layer_forward_ops(job, k), host_s), time_ops(c, layer_backward_ops(job, k), host_s)};
-    kp.bwd += time_ops(c, layer_recompute_ops(job, k), host_s);
+    const double fwd_host_s = host_s_per_launch(c, k.moe, PassDirection::Forward);
+    const double bwd_host_s = host_s_per_launch(c, k.moe, PassDirection::Backward);
+    KindPasses kp{k, time_ops(c, layer_forward_ops(job, k), fwd_host_s),
+                  time_ops(c, layer_backward_ops(job, k), bwd_host_s)};
+    // Recompute reruns forward code (its Python included) inside the backward.
+    kp.bwd += time_ops(c, layer_recompute_ops(job, k), fwd_host_s);
     p.kinds.push_back(kp);
   }
   p.layer_fwd = p.kinds.front().fwd;
   p.layer_bwd = p.kinds.front().bwd;
-  const double host_s = host_s_per_launch(c, false);
-  p.embedding_fwd = time_ops(c, embedding_forward_ops(job), host_s);
-  p.embedding_bwd = time_ops(c, embedding_backward_ops(job), host_s);
-  p.head_fwd = time_ops(c, lm_head_forward_ops(job), host_s);
-  p.head_bwd = time_ops(c, lm_head_backward_ops(job), host_s);
+  const double fwd_host_s = host_s_per_launch(c, false, PassDirection::Forward);
+  const double bwd_host_s = host_s_per_launch(c, false, PassDirection::Backward);
+  p.embedding_fwd = time_ops(c, embedding_forward_ops(job), fwd_host_s);
+  p.embedding_bwd = time_ops(c, embedding_backward_ops(job), bwd_host_s);
+  p.head_fwd = time_ops(c, lm_head_forward_ops(job), fwd_host_s);
+  p.head_bwd = time_ops(c, lm_head_backward_ops(job), bwd_host_s);
   return p;
 }
 

@@ -32,9 +32,12 @@ HardwareProfile load_job_hardware_profile(const JobSpec& job, const Catalog& cat
 
 }  // namespace
 
-double host_s_per_launch(const Context& c, bool moe_layer) {
+double host_s_per_launch(const Context& c, bool moe_layer, PassDirection direction) {
   const SystemSpec& s = c.job.system;
-  return c.hw.host_dispatch_s * (moe_layer ? s.host_launch_factor_moe_layer : s.host_launch_factor_dense_layer);
+  const bool fwd = direction == PassDirection::Forward;
+  const double factor = moe_layer ? (fwd ? s.host_launch_factor_moe_forward : s.host_launch_factor_moe_backward)
+                                  : (fwd ? s.host_launch_factor_dense_forward : s.host_launch_factor_dense_backward);
+  return c.hw.host_dispatch_s * factor;
 }
 
 CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus) {

@@ -38,10 +38,11 @@ struct Context {
 
 Context make_context(const JobSpec& job, const StepCostData& data);
 
-// Host time per kernel launch in a pass of an MoE or a dense layer (the embedding and LM head
-// count as dense): the hardware profile's eager-PyTorch figure times the framework's factor for
-// its own layer code (system.host_launch_factor_*).
-double host_s_per_launch(const Context& c, bool moe_layer);
+// Host time per kernel launch in a forward (recompute included) or backward pass of an MoE or a
+// dense layer (the embedding and LM head count as dense): the hardware profile's eager-PyTorch
+// figure times the framework's factor for its own layer code (system.host_launch_factor_*).
+enum class PassDirection { Forward, Backward };
+double host_s_per_launch(const Context& c, bool moe_layer, PassDirection direction);
 
 // Serial time of one TP or CP collective of the layer (0 when its group has one rank).
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes);

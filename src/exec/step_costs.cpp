@@ -131,9 +131,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
   c.layer_fwd_s = one_layer.fwd_s();
   c.layer_bwd_s = one_layer.bwd_s();
   if (is_moe(job.model)) {
-    const double host_s = host_s_per_launch(ctx, true);
-    const PassTimes f = time_ops(ctx, moe_block_forward_ops(job), host_s);
-    const PassTimes b = time_ops(ctx, moe_block_backward_ops(job), host_s);
+    const PassTimes f = time_ops(ctx, moe_block_forward_ops(job), host_s_per_launch(ctx, true, PassDirection::Forward));
+    const PassTimes b = time_ops(ctx, moe_block_backward_ops(job), host_s_per_launch(ctx, true, PassDirection::Backward));
     c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + f.ep_comm_s;
     c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + b.ep_comm_s;
   }

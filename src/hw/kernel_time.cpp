@@ -75,7 +75,7 @@ double ops_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const std::vect
     device += op_time_s(hw, gpu, op);
     kernels += op.kernels;
   }
-  return std::max(device, kernels * hw.host_dispatch_s);
+  return std::max(device, kernels * hw.host_dispatch_s);  // at plain PyTorch's launch rate
 }
 
 double overlap_compute_slowdown(const HardwareProfile& hw) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Measure Megatron-Core's own host time per transformer layer, dense and MoE (issue 26).
 
-megasim charges the host `host_dispatch_s` per kernel launch (9.5 us, measured on tiny eager
-PyTorch kernels). Megatron-Core wraps every kernel in Python of its own (module forwards,
+megasim charges the host `host_dispatch_s` per kernel launch (a plain eager PyTorch layer with
+autograd, measured). Megatron-Core wraps every kernel in Python of its own (module forwards,
 custom autograd functions, the token dispatcher's bookkeeping, the router), which that figure
 does not contain. This script runs Megatron-Core's real TransformerLayer code on one GPU and
 measures how long the host takes to issue a layer, forward and forward+backward, and how many
@@ -42,11 +42,12 @@ carried to the lent machine with the run.
 STATUS: run once, on a lent H100 80GB HBM3 host (torch 2.11 / CUDA 13.0, 2026-12-06), stored as
 bench/data/h100-mcore-moe-host-time.json; in the same session on the same host
 tools/measure/moe_host_sync_h200.py gave the plain-PyTorch reference,
-bench/data/h100-moe-host-sync-host2.json. The ratio of the two (forward+backward host time per
-launch at 128 tokens) is the presets' system.host_launch_factor_dense_layer (1.22) and
-host_launch_factor_moe_layer (1.86, 16 local experts; 1.75-1.92 over 8-32). One glitch: the
-profiler counted 749 forward kernels for the 8-expert grouped layer (125 for 16 and 32); its
-forward+backward count (283) is consistent and is the one used.
+bench/data/h100-moe-host-sync-host2.json. The ratios of the two (host time per launch at 128
+tokens; forward = forward_s / kernels_forward, backward = the rest over the rest) are the
+presets' system.host_launch_factor_dense_forward / _backward (1.45 / 1.07) and
+host_launch_factor_moe_forward / _backward (2.28 / 1.54, 16 local experts; 2.17 / 1.44 at 32).
+One glitch: the profiler counted 749 forward kernels for the 8-expert grouped layer (125 for 16
+and 32), so that row's forward split is not used (its row says so).
 """
 import argparse
 import cProfile

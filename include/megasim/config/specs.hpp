@@ -280,10 +280,13 @@ struct SystemSpec {
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all / compute overlap
   // Host time per kernel launch of the framework's own layer code, relative to a plain eager
   // PyTorch layer on the same host (the hardware profile's host_dispatch_s): module wrappers,
-  // custom autograd functions, the router's and token dispatcher's bookkeeping. 1 = plain
-  // PyTorch modules. Measured for Megatron-Core (tools/measure/mcore_moe_host_time.py).
-  double host_launch_factor_dense_layer = 1.0;
-  double host_launch_factor_moe_layer = 1.0;
+  // custom autograd functions, the router's and token dispatcher's bookkeeping; forward passes
+  // (recompute included) and backward passes apart, as measured. 1 = plain PyTorch modules.
+  // Measured for Megatron-Core (tools/measure/mcore_moe_host_time.py).
+  double host_launch_factor_dense_forward = 1.0;
+  double host_launch_factor_dense_backward = 1.0;
+  double host_launch_factor_moe_forward = 1.0;
+  double host_launch_factor_moe_backward = 1.0;
 };
 
 struct JobSpec {

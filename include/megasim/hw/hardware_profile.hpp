@@ -60,7 +60,8 @@ struct HardwareProfile {
   double copy_bw_fraction = 0;
   double upcast_bw_fraction = 0;  // PyTorch's BF16 -> FP32 cast kernel (LayerOp::upcast_bytes)
   double kernel_launch_overhead_s = 0;  // device-side gap between back-to-back kernels
-  double host_dispatch_s = 0;           // eager-framework host time per kernel launch
+  double host_dispatch_s = 0;           // plain eager PyTorch (autograd on) host time per kernel
+                                        // launch, before a framework's factor (system.host_launch_factor_*)
   int nccl_channels_sharing_sms = 0;    // SMs taken by NCCL kernels while overlapping
   BufferSizes buffers;
 };

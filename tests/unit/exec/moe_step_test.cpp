@@ -120,7 +120,8 @@ TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
     const JobSpec job = qwen3_30b(all);
     const auto data = load_step_cost_data(job, catalog());
     const Context c = make_context(job, *data);
-    return time_ops(c, forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe), host_s_per_launch(c, true));
+    return forward ? time_ops(c, layer_forward_ops(job, moe), host_s_per_launch(c, true, PassDirection::Forward))
+                   : time_ops(c, layer_backward_ops(job, moe), host_s_per_launch(c, true, PassDirection::Backward));
   };
   const double tensorwise = pass_times({"training.fp8_recipe=tensorwise"}, true).host_wait_s;
   const double delayed = pass_times({}, true).host_wait_s;
@@ -157,21 +158,24 @@ TEST(MoeStep, FlexDispatcherSmsSlowTheComputeItHidesBehind) {
 
 // The host issues each kernel of a pass at the hardware profile's eager-PyTorch rate times the
 // framework's factor for its own layer code, measured for Megatron-Core: MoE layers (router,
-// token dispatcher) cost more host time per launch than dense ones; plain PyTorch modules 1.
+// token dispatcher) cost more host time per launch than dense ones, forward passes more than
+// backward ones; plain PyTorch modules 1.
 TEST(MoeStep, HostTimePerLaunchIsTheEagerRateTimesTheFrameworkFactor) {
   const JobSpec mcore = qwen3_30b();
   const auto data = load_step_cost_data(mcore, catalog());
   const Context c = make_context(mcore, *data);
   const double eager = c.hw.host_dispatch_s;
-  EXPECT_DOUBLE_EQ(host_s_per_launch(c, true), eager * mcore.system.host_launch_factor_moe_layer);
-  EXPECT_DOUBLE_EQ(host_s_per_launch(c, false), eager * mcore.system.host_launch_factor_dense_layer);
-  EXPECT_GT(mcore.system.host_launch_factor_moe_layer, mcore.system.host_launch_factor_dense_layer);
-  EXPECT_GT(mcore.system.host_launch_factor_dense_layer, 1.0);
+  const SystemSpec& s = mcore.system;
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, true, PassDirection::Forward), eager * s.host_launch_factor_moe_forward);
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, true, PassDirection::Backward), eager * s.host_launch_factor_moe_backward);
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, false, PassDirection::Forward), eager * s.host_launch_factor_dense_forward);
+  EXPECT_DOUBLE_EQ(host_s_per_launch(c, false, PassDirection::Backward), eager * s.host_launch_factor_dense_backward);
+  EXPECT_GT(s.host_launch_factor_moe_forward, s.host_launch_factor_dense_forward);
+  EXPECT_GT(s.host_launch_factor_moe_forward, s.host_launch_factor_moe_backward);
 
   const JobSpec plain = qwen3_30b({"system.preset=pytorch-fsdp", "parallel.zero_stage=3"});
-  const auto plain_data = load_step_cost_data(plain, catalog());
-  const Context p = make_context(plain, *plain_data);
-  EXPECT_DOUBLE_EQ(host_s_per_launch(p, true), p.hw.host_dispatch_s);
+  EXPECT_EQ(plain.system.host_launch_factor_moe_forward, 1.0);
+  EXPECT_EQ(plain.system.host_launch_factor_dense_backward, 1.0);
 
   // Twenty 1-byte element-wise kernels: nothing for the GPU, the pass is the host's launches.
   LayerOp tiny;
@@ -183,11 +187,40 @@ TEST(MoeStep, HostTimePerLaunchIsTheEagerRateTimesTheFrameworkFactor) {
   EXPECT_NEAR(time_ops(c, ops, 10e-6).compute_s, 20 * 10e-6, 1e-12);
 }
 
+// End to end, host-bound (128 tokens a micro-batch): the MoE layers' passes follow the MoE
+// factors and only them, the embedding and LM head the dense ones.
+TEST(MoeStep, HostBoundMoeLayersFollowTheMoeFactorsOnly) {
+  auto layer_s = [](const std::vector<std::string>& sets) {
+    std::vector<std::string> all{"training.seq_length=128", "training.moe_router_force_load_balancing=true"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const StepCosts c = compute_step_costs(qwen3_30b(all), catalog());
+    return std::pair{c.layer_fwd_s, c.layer_bwd_s};
+  };
+  const auto base = layer_s({"system.host_launch_factor_moe_forward=2", "system.host_launch_factor_moe_backward=2"});
+  const auto faster = layer_s({"system.host_launch_factor_moe_forward=1", "system.host_launch_factor_moe_backward=1"});
+  const auto dense_moved = layer_s({"system.host_launch_factor_moe_forward=2", "system.host_launch_factor_moe_backward=2",
+                                    "system.host_launch_factor_dense_forward=3", "system.host_launch_factor_dense_backward=3"});
+  EXPECT_NEAR(base.first / faster.first, 2.0, 0.15);
+  EXPECT_NEAR(base.second / faster.second, 2.0, 0.15);
+  EXPECT_DOUBLE_EQ(dense_moved.first, base.first);
+  EXPECT_DOUBLE_EQ(dense_moved.second, base.second);
+}
+
 // A factor below 1 would make a framework's layer code cheaper than the plain PyTorch it runs
-// on: an input error naming the field.
-TEST(MoeStep, HostLaunchFactorBelowOneIsAnInputError) {
-  EXPECT_THROW(qwen3_30b({"system.host_launch_factor_moe_layer=0.5"}), InputError);
-  EXPECT_NO_THROW(qwen3_30b({"system.host_launch_factor_moe_layer=2.5"}));
+// on; above 10 is no measured framework: input errors naming the field and the rule.
+TEST(MoeStep, HostLaunchFactorOutsideItsRangeIsAnInputError) {
+  for (const std::string key : {"system.host_launch_factor_moe_forward", "system.host_launch_factor_dense_backward"}) {
+    for (const std::string value : {"0.5", "11"}) {
+      try {
+        qwen3_30b({key + "=" + value});
+        ADD_FAILURE() << key << "=" << value << " was accepted";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("between 1 and 10"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_NO_THROW(qwen3_30b({"system.host_launch_factor_moe_forward=2.5"}));
 }
 
 }  // namespace
