@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "megasim/core/slot_pool.hpp"
+
 namespace megasim {
 
 EventId Engine::schedule_at(SimTime t, Callback cb) {
@@ -11,14 +13,7 @@ EventId Engine::schedule_at(SimTime t, Callback cb) {
     throw std::logic_error("Engine::schedule_at: time " + std::to_string(t.ps()) +
                            " ps is before now " + std::to_string(now_.ps()) + " ps");
   }
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  const std::uint32_t slot = acquire_slot(slots_, free_slots_);
   Slot& s = slots_[slot];
   s.cb = std::move(cb);
   s.live = true;

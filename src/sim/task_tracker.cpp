@@ -3,17 +3,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "megasim/core/slot_pool.hpp"
+
 namespace megasim {
 
 TaskId TaskTracker::begin(std::string name) {
-  std::uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(tasks_.size());
-    tasks_.emplace_back();
-  }
+  const std::uint32_t slot = acquire_slot(tasks_, free_);
   Task& task = tasks_[slot];
   task.name = std::move(name);
   task.seq = next_seq_++;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "megasim/core/slot_pool.hpp"
+
 namespace megasim {
 
 namespace {
@@ -65,14 +67,7 @@ FlowId FlowNetwork::start_flow(FlowRequest request) {
     }
   }
 
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(flows_.size());
-    flows_.emplace_back();
-  }
+  const std::uint32_t slot = acquire_slot(flows_, free_slots_);
   NetFlow& f = flows_[slot];
   const std::string name =
       request.name.empty() ? "flow " + std::to_string(started_) : request.name;
@@ -102,14 +97,7 @@ void FlowNetwork::activate_after_latency(std::uint32_t slot, SimTime at) {
     activations_[open_batch_].push_back(slot);
     return;
   }
-  std::uint32_t batch;
-  if (!free_activations_.empty()) {
-    batch = free_activations_.back();
-    free_activations_.pop_back();
-  } else {
-    batch = static_cast<std::uint32_t>(activations_.size());
-    activations_.emplace_back();
-  }
+  const std::uint32_t batch = acquire_slot(activations_, free_activations_);
   activations_[batch].push_back(slot);
   engine_.schedule_at(at, [this, batch] { run_activation(batch); });
   open_batch_ps_ = at.ps();

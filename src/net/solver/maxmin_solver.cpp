@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "megasim/core/slot_pool.hpp"
 #include "megasim/core/units.hpp"
 
 namespace megasim {
@@ -112,14 +113,7 @@ FlowHandle MaxMinSolver::add_flow(const LinkPath& path, double cap_Bps, int mult
   if (!(cap_Bps > 0.0)) throw std::invalid_argument("MaxMinSolver: rate cap must be > 0");
   for (LinkId link : path) check_link(link);
 
-  std::uint32_t slot;
-  if (!free_flows_.empty()) {
-    slot = free_flows_.back();
-    free_flows_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(flows_.size());
-    flows_.emplace_back();
-  }
+  const std::uint32_t slot = acquire_slot(flows_, free_flows_);
   Flow& f = flows_[slot];
   f.hops.assign(path);
   f.cap_Bps = cap_Bps;
