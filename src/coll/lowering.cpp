@@ -350,6 +350,28 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   return plan;
 }
 
+CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const ClusterSpec& c, const NcclModel& m,
+                                  double latency_s) {
+  std::vector<int> gpus;
+  gpus.reserve(2 * sends.size());
+  for (const PointToPoint& p : sends) {
+    gpus.push_back(p.src_gpu);
+    gpus.push_back(p.dst_gpu);
+  }
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  validate_gpus(gpus, c);
+  CollectivePlan plan;
+  plan.shape = shape_of(gpus, c);
+  plan.channels = 1;
+  plan.lowered_as = CollAlgo::Ring;
+  PhaseBuilder b(c, m, 1.0, latency_s);
+  b.reserve(sends.size() * static_cast<std::size_t>(b.queue_pairs()));
+  for (const PointToPoint& p : sends) b.add(p.src_gpu, p.dst_gpu, p.bytes, 0);
+  plan.phases.push_back(b.finish());
+  return plan;
+}
+
 namespace {
 
 // The offset that moves `from`'s GPUs onto `to`'s by whole NVLink domains, or nullopt.

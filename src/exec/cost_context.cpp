@@ -1,5 +1,7 @@
 #include "cost_context.hpp"
 
+#include "ep_fabric.hpp"
+
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -74,19 +76,6 @@ double ep_overlap_slowdown(const JobSpec& job, const HardwareProfile& hw, double
 
 }  // namespace
 
-Context make_context(const JobSpec& job, const StepCostData& data) {
-  const int domain = nvlink_domain_gpus(job.cluster);
-  const double nccl_slowdown = overlap_compute_slowdown(data.hw) - 1.0;
-  Context c{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, domain),
-            group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
-            nccl_slowdown,
-            group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
-  c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
-  return c;
-}
-
-namespace {
-
 // Expected distinct targets (EP ranks, or nodes) a token's top-k copies reach when the routed
 // experts are spread evenly over `targets` (uniform routing): targets x (1 - C(E - E/t, k) / C(E, k)).
 // Group-limited routing (n_group / topk_group) caps it: a token's experts lie in at most
@@ -109,6 +98,19 @@ double distinct_targets_per_token(const MoeSpec& moe, int targets) {
   return reached;
 }
 
+Context make_context(const JobSpec& job, const StepCostData& data) {
+  const int domain = nvlink_domain_gpus(job.cluster);
+  const double nccl_slowdown = overlap_compute_slowdown(data.hw) - 1.0;
+  Context c{job, data.hw, data.nccl, group_shape(job.parallel.tensor_model_parallel_size, 1, domain),
+            group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
+            nccl_slowdown,
+            group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
+  c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
+  return c;
+}
+
+namespace {
+
 // One MoE dispatch or combine over the EP group. alltoall: NCCL's all-to-all-v of the routed
 // copies (the op's bytes are the most-loaded rank's, which everyone waits for); allgather: an
 // all-gather of the group's tokens and a reduce-scatter back; flex (DeepEP / HybridEP) sends a
@@ -118,6 +120,7 @@ double distinct_targets_per_token(const MoeSpec& moe, int targets) {
 // experts on their rank first and returns one copy). Priced as the all-to-all of those bytes.
 double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
   const JobSpec& job = c.job;
+  if (c.ep_fabric != nullptr && c.ep_fabric->priced_on_fabric()) return c.ep_fabric->seconds(op.kind, bytes);
   switch (job.system.moe_token_dispatcher_type) {
     case MoeDispatcher::AllGather:
       return collective_time_s(op.kind == OpKind::EpDispatch ? CollOp::AllGather : CollOp::ReduceScatter, bytes,

@@ -12,6 +12,8 @@
 
 namespace megasim {
 
+class EpExchangeOnFabric;
+
 // Declared in megasim/exec/step_costs.hpp; immutable once loaded.
 struct StepCostData {
   HardwareProfile hw;
@@ -34,6 +36,9 @@ struct Context {
   // The same fraction beside the MoE dispatch and combine: NCCL's channels for alltoall and
   // allgather, the flex dispatcher's own SMs for DeepEP / HybridEP (ep_overlap_slowdown()).
   double ep_overlap_slowdown = 0;
+  // The event engine's pricing of the MoE dispatch and combine as flows on the fabric
+  // (ep_fabric.hpp); null: NCCL's closed-form all-to-all (the analytic engine).
+  const EpExchangeOnFabric* ep_fabric = nullptr;
 };
 
 Context make_context(const JobSpec& job, const StepCostData& data);
@@ -43,6 +48,10 @@ Context make_context(const JobSpec& job, const StepCostData& data);
 // figure times the framework's factor for its own layer code (system.host_launch_factor_*).
 enum class PassDirection { Forward, Backward };
 double host_s_per_launch(const Context& c, bool moe_layer, PassDirection direction);
+
+// Expected distinct targets (EP ranks, or nodes) a token's top-k routed copies reach, under
+// uniform routing and the model's group-limited routing (cost_context.cpp says how).
+double distinct_targets_per_token(const MoeSpec& moe, int targets);
 
 // Serial time of one TP or CP collective of the layer (0 when its group has one rank).
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes);

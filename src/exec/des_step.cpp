@@ -1,10 +1,12 @@
 #include "megasim/exec/des_step.hpp"
 
 #include <iostream>
+#include <optional>
 
+#include "cost_context.hpp"
 #include "des_executor.hpp"
 #include "des_report.hpp"
-#include "megasim/catalogs/nccl_model_reader.hpp"
+#include "ep_fabric.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/net/topology_builders.hpp"
 
@@ -22,10 +24,14 @@ StepReport simulate_step_des(const JobSpec& job, const StepCosts& costs, const F
   return rep;
 }
 
-StepReport simulate_step_des(const JobSpec& job, const StepCosts& costs, const Catalog& catalog,
-                             const SimulateOptions& options) {
+StepReport simulate_step_des(const JobSpec& job, const Catalog& catalog, const SimulateOptions& options,
+                             StepCosts& costs) {
   const Fabric fabric = build_fabric(job.cluster);
-  const NcclModel nccl = load_default_nccl_model(catalog.root());
+  const std::shared_ptr<const StepCostData> data = load_step_cost_data(job, catalog);
+  const NcclModel& nccl = data->nccl;
+  std::optional<EpExchangeOnFabric> ep;
+  if (is_moe(job.model) && job.parallel.expert_model_parallel_size > 1) ep.emplace(job, fabric, nccl);
+  costs = compute_step_costs(job, *data, ep ? &*ep : nullptr);
   DesOptions o;
   o.full = options.full;
   o.trace_path = options.trace_path;

@@ -80,9 +80,14 @@ void fill_derived_fields(const JobSpec& job, const BufferSizes& buffers, StepRep
 }  // namespace
 
 StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const SimulateOptions& opts) {
-  const StepCosts costs = compute_step_costs(job, catalog);
-  StepReport r = opts.engine == EngineKind::Analytic ? estimate_step_analytic(job, costs)
-                                                     : simulate_step_des(job, costs, catalog, opts);
+  StepCosts costs;
+  StepReport r;
+  if (opts.engine == EngineKind::Analytic) {
+    costs = compute_step_costs(job, catalog);
+    r = estimate_step_analytic(job, costs);
+  } else {
+    r = simulate_step_des(job, catalog, opts, costs);
+  }
   fill_derived_fields(job, costs.buffers, r);
   r.layer_time = LayerTime{costs.layer_fwd_s, costs.layer_bwd_s};
   if (r.moe) {

@@ -122,7 +122,12 @@ StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog) {
 }
 
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {
-  const Context ctx = make_context(job, data);
+  return compute_step_costs(job, data, nullptr);
+}
+
+StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const EpExchangeOnFabric* ep_on_fabric) {
+  Context ctx = make_context(job, data);
+  ctx.ep_fabric = ep_on_fabric;
   const TpOverlapConfig ov{job.system.tp_overlap, job.system.tp_overlap_chunks, ctx.overlap_slowdown};
   const LayerPasses passes = time_layer_passes(ctx);
 

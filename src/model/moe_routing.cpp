@@ -67,6 +67,8 @@ ExpertLoad draw_expert_load(const RoutingInputs& in) {
   const double capacity = in.capacity;
 
   std::vector<double> sum_hottest(local, 0.0);
+  std::vector<double> sum_profile(static_cast<std::size_t>(ep), 0.0);
+  std::vector<double> rank_loads(static_cast<std::size_t>(ep));
   std::vector<double> count(experts);
   double rank_ratio = 0, expert_ratio = 0, dropped = 0, routed = 0;
   for (int d = 0; d < kDraws; ++d) {
@@ -92,6 +94,7 @@ ExpertLoad draw_expert_load(const RoutingInputs& in) {
     for (std::size_t r = 0; r < static_cast<std::size_t>(ep); ++r) {
       const double load = std::accumulate(count.begin() + static_cast<std::ptrdiff_t>(r * local),
                                           count.begin() + static_cast<std::ptrdiff_t>((r + 1) * local), 0.0);
+      rank_loads[r] = load;
       if (load > hottest_load) {
         hottest_load = load;
         hottest = r;
@@ -104,9 +107,13 @@ ExpertLoad draw_expert_load(const RoutingInputs& in) {
     // Against the expected (not the drawn) mean, so that the hottest rank's rows and received
     // copies are exactly the ratio times a rank's routed copies.
     rank_ratio += hottest_load / (mean * static_cast<double>(local));
+    std::sort(rank_loads.rbegin(), rank_loads.rend());
+    for (std::size_t r = 0; r < rank_loads.size(); ++r) sum_profile[r] += rank_loads[r] / (mean * static_cast<double>(local));
     expert_ratio += *std::max_element(count.begin(), count.end()) / mean;
   }
   for (double& v : sum_hottest) v /= kDraws;
+  for (double& v : sum_profile) v /= kDraws;
+  out.rank_load_profile = std::move(sum_profile);
   out.hottest_rank_expert_load = std::move(sum_hottest);
   out.max_to_mean_rank_load = rank_ratio / kDraws;
   out.max_to_mean_expert_load = expert_ratio / kDraws;

@@ -72,6 +72,20 @@ CollEstimate estimate_request(const CollectiveRequest& req, const ClusterSpec& c
 CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec& cluster,
                                 const NcclModel& model);
 
+// One send of an all-to-all-v: `bytes` of payload from one GPU to another.
+struct PointToPoint {
+  int src_gpu = 0;
+  int dst_gpu = 0;
+  double bytes = 0;
+};
+
+// An all-to-all-v: every send at once, in one phase of latency `latency_s`, with the transport
+// fractions and queue-pair split of lower_collective's all-to-all (NCCL's grouped send/recv,
+// Simple protocol: the payloads of MoE token exchanges are megabytes). Sends to self and empty
+// sends move nothing. Throws InputError("gpus", ...) for a GPU outside the cluster.
+CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const ClusterSpec& cluster,
+                                  const NcclModel& model, double latency_s);
+
 // Lowering is equivariant under a shift: when `to` asks for what `from` asked (op, algorithm,
 // size, channels) and each of its GPUs is the GPU at the same position of `from` plus one
 // offset that moves every member by the same number of NVLink domains (so the node blocks,

@@ -49,9 +49,11 @@ struct DesOptions {
 };
 
 // The dispatcher's entry point: builds the fabric, router and NCCL model from the job and the
-// catalog. Fills step_time_s, breakdown, busiest_links and ecmp, engine = "des".
-StepReport simulate_step_des(const JobSpec& job, const StepCosts& costs, const Catalog& catalog,
-                             const SimulateOptions& options);
+// catalog, prices the step's costs on them (an MoE job's dispatch and combine as flows on that
+// fabric, src/exec/ep_fabric.hpp) into `costs`, and runs the step. Fills step_time_s,
+// breakdown, busiest_links and ecmp, engine = "des".
+StepReport simulate_step_des(const JobSpec& job, const Catalog& catalog, const SimulateOptions& options,
+                             StepCosts& costs);
 
 // Same on an already built fabric and NCCL model (tests, benchmarks, the planner).
 // Throws DeadlockError (sim/task_tracker.hpp) naming unfinished tasks if the graph stalls.

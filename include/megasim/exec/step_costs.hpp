@@ -26,6 +26,10 @@ StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog);
 struct StepCostData;
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog);
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data);
+// Same, with the MoE dispatch and combine priced as flows on the fabric (the event engine's
+// pricing, src/exec/ep_fabric.hpp) instead of NCCL's closed form; null: the closed form.
+class EpExchangeOnFabric;
+StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const EpExchangeOnFabric* ep_on_fabric);
 // The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
 BufferSizes buffer_sizes(const StepCostData& data);
 

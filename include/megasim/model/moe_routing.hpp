@@ -16,6 +16,10 @@ struct ExpertLoad {
   // rows its grouped GEMMs run (all 1 under perfect balance).
   std::vector<double> hottest_rank_expert_load;
   double max_to_mean_rank_load = 1;    // the most-loaded rank's received copies / the mean rank's
+  // Every EP rank's received copies as multiples of the mean rank's, busiest first (averaged
+  // order statistics over the draws; its first entry is max_to_mean_rank_load): the receive
+  // side of an all-to-all-v whose per-destination bytes follow the routing.
+  std::vector<double> rank_load_profile;
   double max_to_mean_expert_load = 1;  // the busiest expert's copies / the mean expert's
   double dropped_token_fraction = 0;   // copies beyond the capacity factor, dropped
   double routing_cv = 0;               // the coefficient of variation the router was modelled with

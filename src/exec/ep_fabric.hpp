@@ -1,0 +1,79 @@
+#pragma once
+// MoE token exchanges (dispatch and combine) as flows on the job's fabric: the event engine's
+// pricing of the EP traffic (issue 26, deliver 4), where the analytic engine uses NCCL's
+// closed-form all-to-all of the most-loaded rank's bytes (cost_context.cpp).
+//
+// What runs. Every EP group of one pipeline stage exchanges at once: the groups of a stage run
+// the same layer of the same micro-batch in lock-step, so they meet on the same leaf and spine
+// links (other stages run other layers, out of phase, and are left out). Per dispatcher:
+//  * alltoall: NCCL's all-to-all-v. Source s sends destination d its routed copies times d's
+//    share of the group's load (ExpertLoad::rank_load_profile, dealt to the ranks by a seeded
+//    permutation per group), so the busiest rank's NIC or NVLink ingress is the hot spot.
+//  * flex (DeepEP / HybridEP): across nodes one RDMA copy per distinct remote node, sent to the
+//    GPU of the same local index there (DeepEP's rail peer) and fanned out over NVLink to the
+//    ranks that need it, the two stages pipelined (run at once); inside the source's node one
+//    NVLink copy per distinct rank. The de-duplication factors are the uniform-routing ones of
+//    the analytic model (distinct targets per token / top-k).
+//  * allgather: Megatron's all-gather of the group's tokens (reduce-scatter back), lowered as
+//    NCCL rings on every group.
+// The combine is the dispatch reversed. Flows are routed by the cluster's policy (ECMP hash
+// collisions included) and share links max-min fairly (net/), with the same transport fractions
+// as every simulated collective (coll/lowering.hpp).
+//
+// Cost. One simulation per op kind; with the flows fixed, max-min completion time is linear in
+// their bytes, so other sizes scale it (plus NCCL's latency for the group). Flows that collide
+// finish at distinct times and each completion re-solves the exchange's flows, so the cost
+// grows with the square of the sends (measured on DGX H100 Clos jobs: 3,840 sends 0.6 s,
+// 16,000 sends 8 s, 65,000 sends 130 s). Hence a budget of kMaxSends sends: a stage with more
+// simulates only its first groups (the neighbours that share switches), leaving out their
+// contention with the rest; a single group larger than the budget (EP above 64) is not
+// simulated and the closed form prices it (priced_on_fabric() false). Both are logged.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "megasim/coll/lowering.hpp"
+#include "megasim/coll/nccl_model.hpp"
+#include "megasim/config/specs.hpp"
+#include "megasim/model/layer_ops.hpp"
+#include "megasim/model/moe_routing.hpp"
+#include "megasim/net/fabric.hpp"
+
+namespace megasim {
+
+class EpExchangeOnFabric {
+ public:
+  static constexpr std::size_t kMaxSends = 4'096;
+
+  // `fabric` and `nccl` must outlive this object.
+  EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric, const NcclModel& nccl);
+
+  // False when the EP group is too large to simulate (see Cost above): use the closed form.
+  bool priced_on_fabric() const { return !groups_.empty(); }
+
+  // Seconds of one dispatch (EpDispatch) or combine (EpCombine) whose busiest rank receives
+  // `bytes` (the op's comm_bytes convention, layer_ops.hpp; allgather: the gathered bytes).
+  double seconds(OpKind kind, double bytes) const;
+
+  // The EP groups simulated (GPU ids, EP rank order) and how many the stage has.
+  const std::vector<std::vector<int>>& groups() const { return groups_; }
+  std::size_t stage_groups() const { return stage_groups_; }
+
+  // The flows of one exchange of every simulated group at `bytes` (exposed for tests).
+  std::vector<CollectivePlan> plans(OpKind kind, double bytes) const;
+
+ private:
+  double simulate(const std::vector<CollectivePlan>& plans) const;
+
+  const JobSpec& job_;
+  const Fabric& fabric_;
+  const NcclModel& nccl_;
+  ExpertLoad load_;
+  std::vector<std::vector<int>> groups_;
+  std::vector<std::vector<double>> shares_;  // [group][EP rank]: share of the group's load, sums to 1
+  std::size_t stage_groups_ = 0;
+  double latency_s_ = 0;
+  mutable std::map<OpKind, double> s_per_byte_;  // simulated at kReferenceBytes
+};
+
+}  // namespace megasim

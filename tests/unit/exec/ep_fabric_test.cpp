@@ -1,0 +1,177 @@
+// The MoE dispatch and combine as flows on the fabric (src/exec/ep_fabric.hpp): textbook
+// checks against NCCL's closed form, the routing skew, DeepEP's node de-duplication, and the
+// expert grid's groups.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "megasim/catalogs/nccl_model_reader.hpp"
+#include "megasim/coll/cost_model.hpp"
+#include "megasim/config/catalog.hpp"
+#include "megasim/config/load.hpp"
+#include "megasim/exec/simulate.hpp"
+#include "megasim/model/moe_routing.hpp"
+#include "megasim/net/topology_builders.hpp"
+#include "../../src/exec/ep_fabric.hpp"
+
+namespace megasim {
+namespace {
+
+Catalog catalog() { return Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs"); }
+const NcclModel& nccl() {
+  static const NcclModel m = load_default_nccl_model(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  return m;
+}
+
+// Qwen3-30B-A3B (128 experts, top-8) on DGX H100 nodes under a rail-optimised Clos.
+JobSpec qwen3_30b(int gpus, int ep, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> sets{"model=qwen3-30b-a3b",
+                                "cluster=dgx-h100-ndr-clos",
+                                "cluster.num_gpus=" + std::to_string(gpus),
+                                "parallel.tensor_model_parallel_size=1",
+                                "parallel.pipeline_model_parallel_size=1",
+                                "parallel.virtual_pipeline_model_parallel_size=1",
+                                "parallel.expert_model_parallel_size=" + std::to_string(ep),
+                                "training.seq_length=4096",
+                                "training.global_batch_size=" + std::to_string(4 * gpus),
+                                "training.precision=bf16",
+                                "training.moe_router_force_load_balancing=true"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/llama-3.1-70b-1024-h100.json", sets, catalog());
+}
+
+constexpr double kBytes = 256.0 * 1024 * 1024;
+
+// Balanced routing, one EP group inside one node: every rank sends (n-1)/n of its buffer over
+// NVLink, as NCCL's all-to-all does, so the flows take NCCL's closed-form time.
+TEST(EpFabric, BalancedExchangeInsideANodeTakesNcclsAllToAllTime) {
+  const JobSpec job = qwen3_30b(8, 8);
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric ep(job, fabric, nccl());
+  ASSERT_EQ(ep.groups().size(), 1U);
+  const double busiest = expert_load(job).rank_load_profile.front();
+  const double closed = collective_time_s(CollOp::AllToAll, kBytes, shape_of(ep.groups().front(), job.cluster),
+                                          job.cluster, nccl());
+  // Forced balance still has multinomial noise: the busiest rank receives a little more than
+  // the mean, and the rest of the group less.
+  EXPECT_NEAR(ep.seconds(OpKind::EpDispatch, kBytes), closed, 0.05 * closed);
+  EXPECT_GT(busiest, 1.0);
+  EXPECT_LT(busiest, 1.05);
+}
+
+// Across nodes on a non-blocking fabric the NICs bound it, as in NCCL's model.
+TEST(EpFabric, BalancedExchangeAcrossNodesTakesNcclsAllToAllTime) {
+  const JobSpec job = qwen3_30b(32, 32);
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric ep(job, fabric, nccl());
+  const double closed = collective_time_s(CollOp::AllToAll, kBytes, shape_of(ep.groups().front(), job.cluster),
+                                          job.cluster, nccl());
+  EXPECT_NEAR(ep.seconds(OpKind::EpDispatch, kBytes), closed, 0.08 * closed);
+  // The combine is the dispatch reversed: the same time on a symmetric fabric.
+  EXPECT_NEAR(ep.seconds(OpKind::EpCombine, kBytes), ep.seconds(OpKind::EpDispatch, kBytes),
+              0.02 * closed);
+}
+
+// Skewed routing: the busiest rank's ingress sets the time. Its ingress carries what NCCL's
+// closed form prices for every rank (the op's bytes are the busiest rank's), so the two agree;
+// a balanced exchange of the mean bytes is shorter by about the busiest rank's load.
+TEST(EpFabric, TheBusiestRankSetsTheTimeOfASkewedExchange) {
+  const JobSpec job = qwen3_30b(8, 8, {"training.moe_router_force_load_balancing=false", "training.moe_routing_skew=1.0"});
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric ep(job, fabric, nccl());
+  const std::vector<double>& profile = expert_load(job).rank_load_profile;
+  ASSERT_EQ(profile.size(), 8U);
+  EXPECT_TRUE(std::is_sorted(profile.rbegin(), profile.rend()));
+  EXPECT_NEAR(std::accumulate(profile.begin(), profile.end(), 0.0), 8.0, 0.4);
+  const double busiest = profile.front();
+  ASSERT_GT(busiest, 1.3);
+  const double skewed = ep.seconds(OpKind::EpDispatch, kBytes);  // the busiest rank receives kBytes
+  const double mean_closed = collective_time_s(CollOp::AllToAll, kBytes / busiest,
+                                               shape_of(ep.groups().front(), job.cluster), job.cluster, nccl());
+  const double busiest_closed = collective_time_s(CollOp::AllToAll, kBytes, shape_of(ep.groups().front(), job.cluster),
+                                                  job.cluster, nccl());
+  EXPECT_NEAR(skewed / mean_closed, busiest, 0.05 * busiest);
+  EXPECT_LE(skewed, 1.01 * busiest_closed);
+  EXPECT_GT(skewed, 0.95 * busiest_closed);
+}
+
+// DeepEP's flex dispatcher sends a token once per remote node, not once per expert: with
+// top-8 over 4 nodes far fewer bytes cross the network than NCCL's all-to-all moves.
+TEST(EpFabric, FlexSendsOneRdmaCopyPerRemoteNode) {
+  const JobSpec a2a = qwen3_30b(32, 32);
+  const JobSpec flex = qwen3_30b(32, 32, {"system.moe_token_dispatcher_type=flex"});
+  const Fabric fabric = build_fabric(a2a.cluster);
+  const EpExchangeOnFabric ep_a2a(a2a, fabric, nccl());
+  const EpExchangeOnFabric ep_flex(flex, fabric, nccl());
+  const auto network_bytes = [&](const EpExchangeOnFabric& ep) {
+    double b = 0;
+    for (const CollectivePlan& p : ep.plans(OpKind::EpDispatch, kBytes))
+      for (const CollPhase& ph : p.phases)
+        for (const FlowStep& f : ph.flows)
+          if (f.src_gpu / 8 != f.dst_gpu / 8) b += f.wire_bytes * f.multiplicity;
+    return b;
+  };
+  // 4 nodes, 8 of 128 experts: a token reaches 4 x (1 - C(96,8)/C(128,8)) = 3.67 distinct
+  // nodes of its 8 copies, three quarters of either remote: 2.75 RDMA copies against 6.
+  const double ratio = network_bytes(ep_flex) / network_bytes(ep_a2a);
+  EXPECT_NEAR(ratio, 3.67 / 8.0, 0.01);
+  EXPECT_LT(ep_flex.seconds(OpKind::EpDispatch, kBytes), 0.7 * ep_a2a.seconds(OpKind::EpDispatch, kBytes));
+}
+
+// Megatron-Core's expert grid: ETP innermost, then EP, then expert DP.
+TEST(EpFabric, ExpertGroupsFollowTheExpertGrid) {
+  const JobSpec job = qwen3_30b(32, 4, {"parallel.tensor_model_parallel_size=2", "parallel.expert_tensor_parallel_size=2"});
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric ep(job, fabric, nccl());
+  ASSERT_EQ(ep.groups().size(), 8U);  // 32 GPUs / EP 4 = ETP 2 x EDP 4
+  EXPECT_EQ(ep.groups()[0], (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(ep.groups()[1], (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(ep.groups()[2], (std::vector<int>{8, 10, 12, 14}));
+}
+
+// Every group of the stage exchanges at once, up to the send budget; the pricing is
+// deterministic.
+TEST(EpFabric, EveryGroupOfTheStageRunsAtOnceUpToTheSendBudget) {
+  const JobSpec job = qwen3_30b(64, 16, {"training.moe_router_force_load_balancing=false"});
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric a(job, fabric, nccl());
+  const EpExchangeOnFabric b(job, fabric, nccl());
+  EXPECT_EQ(a.groups().size(), 4U);
+  EXPECT_EQ(a.plans(OpKind::EpDispatch, kBytes).size(), 4U);
+  EXPECT_EQ(a.seconds(OpKind::EpDispatch, kBytes), b.seconds(OpKind::EpDispatch, kBytes));
+  // 1,024 GPUs in EP 16 groups: 64 groups of 256 sends, over the budget; the first 16 run.
+  const JobSpec big = qwen3_30b(1024, 16);
+  const Fabric big_fabric = build_fabric(big.cluster);
+  const EpExchangeOnFabric c(big, big_fabric, nccl());
+  EXPECT_EQ(c.stage_groups(), 64U);
+  EXPECT_EQ(c.groups().size(), EpExchangeOnFabric::kMaxSends / (16 * 16));
+  EXPECT_TRUE(c.priced_on_fabric());
+  // One EP 128 group alone is over it: the closed form prices it.
+  const EpExchangeOnFabric d(qwen3_30b(1024, 128), big_fabric, nccl());
+  EXPECT_FALSE(d.priced_on_fabric());
+  EXPECT_EQ(d.stage_groups(), 8U);
+}
+
+// The event engine prices the EP traffic on the fabric; the analytic engine in closed form.
+// Under balance both agree. Under skew, DeepEP's RDMA copies go to a node, whose ranks' loads
+// average out, where the closed form moves the busiest rank's bytes on every link: the event
+// engine's MoE block is shorter.
+TEST(EpFabric, TheEventEngineUsesTheFabricPricing) {
+  SimulateOptions des;
+  SimulateOptions analytic;
+  analytic.engine = EngineKind::Analytic;
+  const JobSpec balanced = qwen3_30b(16, 16);
+  const StepReport b_des = simulate_step(balanced, catalog(), des);
+  const StepReport b_an = simulate_step(balanced, catalog(), analytic);
+  ASSERT_TRUE(b_des.moe && b_an.moe);
+  EXPECT_NEAR(b_des.moe->block_forward_s, b_an.moe->block_forward_s, 0.01 * b_an.moe->block_forward_s);
+  const JobSpec skewed = qwen3_30b(32, 32, {"training.moe_router_force_load_balancing=false", "training.moe_routing_skew=1.0",
+                                            "system.moe_token_dispatcher_type=flex"});
+  const StepReport s_des = simulate_step(skewed, catalog(), des);
+  const StepReport s_an = simulate_step(skewed, catalog(), analytic);
+  EXPECT_LT(s_des.moe->block_forward_s, 0.95 * s_an.moe->block_forward_s);
+}
+
+}  // namespace
+}  // namespace megasim
