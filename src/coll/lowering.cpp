@@ -65,6 +65,23 @@ class PhaseBuilder {
                         1});
   }
 
+  // A point-to-point send as NCCL moves it by default (NCCL_P2P_PXN_LEVEL=2, "always use
+  // PXN"): across NVLink domains onto a GPU of the other local index, it first crosses NVLink to
+  // the source node's GPU on the destination's rail, whose NIC then sends it on that rail, so
+  // rail-optimised fabrics keep it off the spine. NCCL's proxy pipelines the two hops: both are
+  // flows of the same phase.
+  void add_pxn(int src, int dst, double payload, int channel) {
+    const int gpn = std::max(1, c_.gpus_per_node);
+    const bool inter = src / domain_ != dst / domain_;
+    const int relay = src - src % gpn + dst % gpn;
+    if (!inter || relay == src || relay >= c_.num_gpus) {
+      add(src, dst, payload, channel);
+      return;
+    }
+    add(src, relay, payload, channel);
+    add(relay, dst, payload, channel);
+  }
+
   int queue_pairs() const { return qpc_; }
 
   CollPhase finish() {
@@ -301,7 +318,7 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   if (req.op == CollOp::AllToAll) {
     PhaseBuilder b(c, m, pf, plan.estimate.latency_s);
     for (int s : req.gpus)
-      for (int d : req.gpus) b.add(s, d, S / n, 0);
+      for (int d : req.gpus) b.add_pxn(s, d, S / n, 0);
     plan.phases.push_back(b.finish());
     plan.lowered_as = CollAlgo::Ring;
     return plan;
@@ -367,7 +384,7 @@ CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const 
   plan.lowered_as = CollAlgo::Ring;
   PhaseBuilder b(c, m, 1.0, latency_s);
   b.reserve(sends.size() * static_cast<std::size_t>(b.queue_pairs()));
-  for (const PointToPoint& p : sends) b.add(p.src_gpu, p.dst_gpu, p.bytes, 0);
+  for (const PointToPoint& p : sends) b.add_pxn(p.src_gpu, p.dst_gpu, p.bytes, 0);
   plan.phases.push_back(b.finish());
   return plan;
 }

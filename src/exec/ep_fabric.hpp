@@ -22,12 +22,13 @@
 //
 // Cost. One simulation per op kind; with the flows fixed, max-min completion time is linear in
 // their bytes, so other sizes scale it (plus NCCL's latency for the group). Flows that collide
-// finish at distinct times and each completion re-solves the exchange's flows, so the cost
-// grows with the square of the sends (measured on DGX H100 Clos jobs: 3,840 sends 0.6 s,
-// 16,000 sends 8 s, 65,000 sends 130 s). Hence a budget of kMaxSends sends: a stage with more
-// simulates only its first groups (the neighbours that share switches), leaving out their
-// contention with the rest; a single group larger than the budget (EP above 64) is not
-// simulated and the closed form prices it (priced_on_fabric() false). Both are logged.
+// finish at distinct times and each completion re-solves the exchange's flows; rail-aligned
+// exchanges (PXN, DeepEP's rail peers) barely collide: 65,000 sends of one EP 256 group take
+// 0.24-1.1 s on the 2-core reference machine (docs/moe.md). Hence a budget of kMaxSends sends:
+// a stage with more simulates only its first groups (the neighbours that share switches),
+// leaving out their contention with the rest; a single group larger than the budget (EP above
+// 256) is not simulated and the closed form prices it (priced_on_fabric() false). Both are
+// logged at debug level.
 #include <map>
 #include <memory>
 #include <vector>
@@ -43,7 +44,7 @@ namespace megasim {
 
 class EpExchangeOnFabric {
  public:
-  static constexpr std::size_t kMaxSends = 4'096;
+  static constexpr std::size_t kMaxSends = 65'536;
 
   // `fabric` and `nccl` must outlive this object.
   EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric, const NcclModel& nccl);

@@ -10,7 +10,9 @@
 //    of S/2 each, every tree edge carrying S/2 up (reduce) and S/2 down (broadcast).
 //  * Hierarchical all-reduce: NVLink reduce-scatter, one ring per rail across nodes on S/r,
 //    NVLink all-gather, as three phases.
-//  * All-to-all: n(n-1) pairwise flows of S/n. Send/recv: one flow (gpus[0] -> gpus[1]) or,
+//  * All-to-all: n(n-1) pairwise flows of S/n; one across nodes to another local index takes
+//    NCCL's default PXN route (NVLink to the source node's GPU on the destination's rail, then
+//    that rail), both hops at once. Send/recv: one flow (gpus[0] -> gpus[1]) or,
 //    with scatter_gather = t > 1, t rail-parallel flows of S/t followed by an NVLink
 //    all-gather on the receiving node (Megatron / MegaScale scatter-gather).
 // Each phase carries the NCCL-model latency of its part; flows pay it before taking

@@ -127,6 +127,29 @@ TEST(CollectiveRunner, AgreesWithAnalyticModel) {
   }
 }
 
+// NCCL's all-to-all takes the PXN route across nodes (NCCL_P2P_PXN_LEVEL=2, its default): a
+// send to another node's GPU of another local index crosses NVLink to the source node's GPU on
+// the destination's rail first, so every network flow stays on one rail (no spine hop on a
+// rail-optimised Clos), and the NVLink hops carry the same payload.
+TEST(CollectiveRunner, AllToAllAcrossNodesStaysOnRails) {
+  const NcclModel m = bundled_nccl_model();
+  const ClusterSpec c = dgx_a100(4);
+  CollectiveRequest req{CollOp::AllToAll, CollAlgo::Auto, 256e6, iota_gpus(32), 0, "a2a", 1};
+  const CollectivePlan plan = lower_collective(req, c, m);
+  int network = 0;
+  for (const FlowStep& f : plan.phases.front().flows) {
+    if (f.src_gpu / 8 == f.dst_gpu / 8) continue;
+    ++network;
+    EXPECT_EQ(f.src_gpu % 8, f.dst_gpu % 8) << f.src_gpu << " -> " << f.dst_gpu;
+  }
+  EXPECT_GT(network, 0);
+  // An all-to-all-v lowers the same way.
+  const CollectivePlan v = lower_all_to_all_v({{0, 9, 1e6}, {0, 8, 1e6}, {0, 1, 1e6}}, c, m, 0.0);
+  std::set<std::pair<int, int>> pairs;
+  for (const FlowStep& f : v.phases.front().flows) pairs.insert({f.src_gpu, f.dst_gpu});
+  EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{0, 1}, {1, 9}, {0, 8}}));
+}
+
 // Two large flows that ECMP hashes onto one switch uplink take twice the ideal-spray time.
 // Fabric: 4 DGX A100 nodes, 2 per ToR set, unsplit 25 GB/s ports, so a ToR uplink has exactly a
 // NIC's bandwidth. Flows: node0.gpu0 -> node2.gpu0 and node1.gpu0 -> node3.gpu0 (rail 0, from

@@ -140,17 +140,17 @@ TEST(EpFabric, EveryGroupOfTheStageRunsAtOnceUpToTheSendBudget) {
   EXPECT_EQ(a.groups().size(), 4U);
   EXPECT_EQ(a.plans(OpKind::EpDispatch, kBytes).size(), 4U);
   EXPECT_EQ(a.seconds(OpKind::EpDispatch, kBytes), b.seconds(OpKind::EpDispatch, kBytes));
-  // 1,024 GPUs in EP 16 groups: 64 groups of 256 sends, over the budget; the first 16 run.
-  const JobSpec big = qwen3_30b(1024, 16);
+  // 4,096 GPUs in EP 64 groups: 64 groups of 4,096 sends, over the budget; the first 16 run.
+  const JobSpec big = qwen3_30b(4096, 64);
   const Fabric big_fabric = build_fabric(big.cluster);
   const EpExchangeOnFabric c(big, big_fabric, nccl());
   EXPECT_EQ(c.stage_groups(), 64U);
-  EXPECT_EQ(c.groups().size(), EpExchangeOnFabric::kMaxSends / (16 * 16));
+  EXPECT_EQ(c.groups().size(), EpExchangeOnFabric::kMaxSends / (64 * 64));
   EXPECT_TRUE(c.priced_on_fabric());
-  // One EP 128 group alone is over it: the closed form prices it.
-  const EpExchangeOnFabric d(qwen3_30b(1024, 128), big_fabric, nccl());
+  // One EP 512 group alone is over it: the closed form prices it.
+  const EpExchangeOnFabric d(qwen3_30b(1024, 512, {"model.num_local_experts=512"}), big_fabric, nccl());
   EXPECT_FALSE(d.priced_on_fabric());
-  EXPECT_EQ(d.stage_groups(), 8U);
+  EXPECT_EQ(d.stage_groups(), 2U);
 }
 
 // The event engine prices the EP traffic on the fabric; the analytic engine in closed form.
