@@ -32,9 +32,11 @@ struct ValidateArgs {
 void register_validate_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<ValidateArgs>();
   auto* cmd = app.add_subcommand(
-      "validate", "Compare predictions with MegaScale's published tables (Table 2, Table 3, "
-                  "530B weak scaling, communicator init)");
-  cmd->add_option("--suite", args->suite, "table2 | table3 | weak530b | comm_init | korthikanti2022 | narayanan2021 | korthikanti2022_layer | nvidia_dgxc_h100 | nvidia_dgxc_h100_fp8 (default: all)");
+      "validate", "Compare predictions with published runs: MegaScale's tables, Megatron-LM papers, "
+                  "NVIDIA's and MosaicML's recipes (the suites in configs/validation/)");
+  cmd->add_option("--suite", args->suite,
+                  "run one suite (default: all), by the id in its file, e.g. table2, "
+                  "megatron_bridge_h100_moe, mosaicml_mpt_h100; an unknown id lists them all");
   cmd->add_option("--engine", args->engine, "des (default) | analytic");
   cmd->add_flag("--json", args->json, "print {\"cases\": [...], \"summary\": {...}}");
   add_jobs_option(cmd, args->jobs, "rows simulated in parallel (default: hardware concurrency)");
