@@ -10,6 +10,9 @@
 // stage's compute (fill/drain, or the gradient-norm barrier before the optimizer) makes it
 // bubble. The parts add up to the step.
 #include <algorithm>
+#include <cmath>
+#include <map>
+
 
 #include "des_ecmp.hpp"
 #include "des_report.hpp"
@@ -90,6 +93,28 @@ void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, doub
 
 }  // namespace
 
+namespace {
+
+// The k links that carried the most bytes: the simulated flows' plus the traffic priced apart.
+// Every link of the external traffic competes with its simulated bytes added; any other link
+// has only simulated bytes, so the network's own top k covers it. Ties list by link id.
+std::vector<std::pair<LinkId, double>> busiest_links(const FlowNetwork& net,
+                                                     const std::vector<std::pair<LinkId, double>>& external,
+                                                     std::size_t k) {
+  if (external.empty()) return net.busiest_links(k);
+  std::map<LinkId, double> load;
+  for (const auto& [link, bytes] : net.busiest_links(k)) load[link] = bytes;
+  for (const auto& [link, bytes] : external) load[link] = net.link_bytes(link) + bytes;
+  std::vector<std::pair<LinkId, double>> all(load.begin(), load.end());
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return std::round(a.second) > std::round(b.second);
+  });
+  if (all.size() > k) all.resize(k);
+  return all;
+}
+
+}  // namespace
+
 StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
   const StepGraph& g = ex.graph();
   const Critical crit = find_critical(ex);
@@ -120,7 +145,7 @@ StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
 
   const FlowNetwork& net = ex.network();
   const auto& caps = ex.fabric().link_capacity_Bps();
-  for (const auto& [link, bytes] : net.busiest_links(options.busiest_links)) {
+  for (const auto& [link, bytes] : busiest_links(net, options.external_link_bytes, options.busiest_links)) {
     LinkLoad ll;
     ll.link = ex.fabric().link_name(link);
     ll.bytes = bytes;

@@ -36,6 +36,7 @@ StepReport simulate_step_des(const JobSpec& job, const Catalog& catalog, const S
   o.full = options.full;
   o.trace_path = options.trace_path;
   if (options.progress) o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (ep && ep->priced_on_fabric()) o.external_link_bytes = ep->step_link_bytes(costs.micro_batches);
   return simulate_step_des(job, costs, fabric, nccl, o);
 }
 

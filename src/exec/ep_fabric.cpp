@@ -9,6 +9,7 @@
 #include "cost_context.hpp"
 #include "megasim/coll/runner.hpp"
 #include "megasim/core/rng.hpp"
+#include "megasim/model/params.hpp"
 #include "megasim/net/flow_network.hpp"
 #include "megasim/net/router.hpp"
 #include "megasim/plan/placement.hpp"
@@ -143,7 +144,7 @@ std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes)
   return out;
 }
 
-double EpExchangeOnFabric::simulate(const std::vector<CollectivePlan>& plans) const {
+EpExchangeOnFabric::Simulated EpExchangeOnFabric::simulate(const std::vector<CollectivePlan>& plans) const {
   Engine engine;
   FlowNetwork net(engine, fabric_.link_capacity_Bps());
   const Router router(fabric_, job_.cluster.network.routing, job_.cluster.network.ecmp_seed);
@@ -154,26 +155,54 @@ double EpExchangeOnFabric::simulate(const std::vector<CollectivePlan>& plans) co
   engine.run();
   engine.require_all_finished();
   spdlog::debug("ep on fabric: {} flows, {} max-min solves", runner.flows_simulated(), net.solver().solves());
-  return done;
+  double latency = 0;
+  for (const CollectivePlan& plan : plans)
+    for (const CollPhase& ph : plan.phases) latency = std::max(latency, ph.latency_s);
+  Simulated out;
+  // allgather's rings carry their own phase latency; seconds() adds the latency back.
+  out.s_per_byte = std::max(0.0, done - latency) / kReferenceBytes;
+  for (std::size_t l = 0; l < fabric_.num_links(); ++l) {
+    const double b = net.link_bytes(static_cast<LinkId>(l));
+    if (b > 0) out.link_bytes.emplace_back(static_cast<LinkId>(l), b);
+  }
+  return out;
+}
+
+const EpExchangeOnFabric::Simulated& EpExchangeOnFabric::simulated(OpKind kind) const {
+  auto it = simulated_.find(kind);
+  if (it == simulated_.end()) it = simulated_.emplace(kind, simulate(plans(kind, kReferenceBytes))).first;
+  return it->second;
 }
 
 double EpExchangeOnFabric::seconds(OpKind kind, double bytes) const {
   if (groups_.empty() || groups_.front().size() <= 1 || !(bytes > 0)) return 0.0;
-  auto it = s_per_byte_.find(kind);
-  if (it == s_per_byte_.end()) {
-    const std::vector<CollectivePlan> p = plans(kind, kReferenceBytes);
-    double latency = 0;
-    for (const CollectivePlan& plan : p)
-      for (const CollPhase& ph : plan.phases) latency = std::max(latency, ph.latency_s);
-    // allgather's rings carry their own phase latency; the all-to-all-v's is added below.
-    it = s_per_byte_.emplace(kind, std::max(0.0, simulate(p) - latency) / kReferenceBytes).first;
-  }
+  const double s_per_byte = simulated(kind).s_per_byte;
   const bool ring = job_.system.moe_token_dispatcher_type == MoeDispatcher::AllGather;
   const double latency = ring ? estimate_collective(kind == OpKind::EpCombine ? CollOp::ReduceScatter : CollOp::AllGather,
                                                     bytes, shape_of(groups_.front(), job_.cluster), job_.cluster, nccl_)
                                     .latency_s
                               : latency_s_;
-  return latency + bytes * it->second;
+  return latency + bytes * s_per_byte;
+}
+
+std::vector<std::pair<LinkId, double>> EpExchangeOnFabric::step_link_bytes(std::int64_t micro_batches) const {
+  std::map<LinkId, double> total;
+  if (groups_.empty() || groups_.front().size() <= 1) return {};
+  const int vpp = std::max(1, job_.parallel.virtual_pipeline_model_parallel_size);
+  for (int v = 0; v < vpp; ++v) {
+    const std::int64_t first = first_layer_in_chunk(job_, 0, v);
+    for (std::int64_t layer = first; layer < first + layers_in_chunk(job_, 0, v); ++layer) {
+      if (!is_moe_layer(job_.model, layer)) continue;
+      const LayerKind kind = layer_kind(job_.model, layer);
+      for (const auto& ops : {layer_forward_ops(job_, kind), layer_backward_ops(job_, kind), layer_recompute_ops(job_, kind)})
+        for (const LayerOp& op : ops) {
+          if (op.kind != OpKind::EpDispatch && op.kind != OpKind::EpCombine) continue;
+          const double scale = static_cast<double>(micro_batches) * op.comm_bytes / kReferenceBytes;
+          for (const auto& [link, b] : simulated(op.kind).link_bytes) total[link] += b * scale;
+        }
+    }
+  }
+  return {total.begin(), total.end()};
 }
 
 }  // namespace megasim

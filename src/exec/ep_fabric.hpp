@@ -31,6 +31,7 @@
 // logged at debug level.
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "megasim/coll/lowering.hpp"
@@ -39,6 +40,7 @@
 #include "megasim/model/layer_ops.hpp"
 #include "megasim/model/moe_routing.hpp"
 #include "megasim/net/fabric.hpp"
+#include "megasim/net/link.hpp"
 
 namespace megasim {
 
@@ -63,8 +65,18 @@ class EpExchangeOnFabric {
   // The flows of one exchange of every simulated group at `bytes` (exposed for tests).
   std::vector<CollectivePlan> plans(OpKind kind, double bytes) const;
 
+  // Wire bytes each link carries in one step from the simulated groups' exchanges: every EP op
+  // of every MoE layer of pipeline stage 0 (forward, backward, recompute), every micro-batch.
+  // What the step report adds to the simulated flows' link loads (busiest_links).
+  std::vector<std::pair<LinkId, double>> step_link_bytes(std::int64_t micro_batches) const;
+
  private:
-  double simulate(const std::vector<CollectivePlan>& plans) const;
+  struct Simulated {
+    double s_per_byte = 0;
+    std::vector<std::pair<LinkId, double>> link_bytes;  // at kReferenceBytes
+  };
+  const Simulated& simulated(OpKind kind) const;
+  Simulated simulate(const std::vector<CollectivePlan>& plans) const;
 
   const JobSpec& job_;
   const Fabric& fabric_;
@@ -74,7 +86,7 @@ class EpExchangeOnFabric {
   std::vector<std::vector<double>> shares_;  // [group][EP rank]: share of the group's load, sums to 1
   std::size_t stage_groups_ = 0;
   double latency_s_ = 0;
-  mutable std::map<OpKind, double> s_per_byte_;  // simulated at kReferenceBytes
+  mutable std::map<OpKind, Simulated> simulated_;  // one exchange at kReferenceBytes, per kind
 };
 
 }  // namespace megasim

@@ -21,12 +21,15 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "megasim/coll/nccl_model.hpp"
 #include "megasim/config/specs.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/net/fabric.hpp"
+#include "megasim/net/link.hpp"
 #include "megasim/report/step_report.hpp"
 #include "megasim/workload/schedule.hpp"
 
@@ -44,6 +47,10 @@ struct DesOptions {
   std::string trace_path;            // Chrome Trace Event JSON written here when non-empty
   std::size_t busiest_links = 10;    // how many links StepReport::busiest_links lists
   std::size_t trace_counter_links = 8;  // hottest links drawn as counters in the trace
+  // Wire bytes per link the step moves outside its simulated flows (an MoE job's dispatch and
+  // combine, run on the fabric apart: src/exec/ep_fabric.hpp), added to the link loads of
+  // busiest_links.
+  std::vector<std::pair<LinkId, double>> external_link_bytes;
   // Called with a progress line when a run takes longer than a couple of seconds.
   std::function<void(const std::string&)> progress;
 };

@@ -153,6 +153,34 @@ TEST(EpFabric, EveryGroupOfTheStageRunsAtOnceUpToTheSendBudget) {
   EXPECT_EQ(d.stage_groups(), 2U);
 }
 
+// The exchanges' link loads join the step report: each NIC of a node carries, per step, what
+// its node's GPUs send to the other node's GPU on its rail (PXN): half of every rank's copies at
+// EP 16 over 2 nodes, for every EP op (forward dispatch and combine, their backward mirror) of
+// every MoE layer and micro-batch; wire bytes are the payload over NCCL's network fraction.
+TEST(EpFabric, TheStepReportCountsTheExchangesOnTheLinks) {
+  const JobSpec job = qwen3_30b(16, 16);
+  const Fabric fabric = build_fabric(job.cluster);
+  const EpExchangeOnFabric ep(job, fabric, nccl());
+  const std::int64_t m = micro_batches_per_pipeline(job);
+  const auto one = ep.step_link_bytes(m);
+  const auto two = ep.step_link_bytes(2 * m);
+  ASSERT_EQ(one.size(), two.size());
+  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(two[i].second, 2 * one[i].second, 1e-6 * one[i].second);
+  double nic = 0;
+  for (const auto& [link, bytes] : one)
+    if (fabric.link_name(link) == "node0.gpu0->node0.nic0") nic = bytes;
+  const double copies_bytes = 4096.0 * 8 * 2048 * 2;  // tokens x top-8 x hidden x BF16
+  const double payload = static_cast<double>(m) * 48 * 4 * copies_bytes / 2;
+  EXPECT_GE(nic, payload);
+  EXPECT_LE(nic, 1.25 * payload);
+  // The event engine's report adds them to its simulated flows' loads.
+  const StepReport r = simulate_step(job, catalog(), SimulateOptions{});
+  ASSERT_FALSE(r.busiest_links.empty());
+  double most = 0;
+  for (const auto& [link, bytes] : one) most = std::max(most, bytes);
+  EXPECT_GE(r.busiest_links.front().bytes, most);
+}
+
 // The event engine prices the EP traffic on the fabric; the analytic engine in closed form.
 // Under balance both agree. Under skew, DeepEP's RDMA copies go to a node, whose ranks' loads
 // average out, where the closed form moves the busiest rank's bytes on every link: the event
