@@ -66,15 +66,28 @@ class PhaseBuilder {
   }
 
   // A point-to-point send as NCCL moves it by default (NCCL_P2P_PXN_LEVEL=2, "always use
-  // PXN"): across NVLink domains onto a GPU of the other local index, it first crosses NVLink to
-  // the source node's GPU on the destination's rail, whose NIC then sends it on that rail, so
-  // rail-optimised fabrics keep it off the spine. NCCL's proxy pipelines the two hops: both are
-  // flows of the same phase.
-  void add_pxn(int src, int dst, double payload, int channel) {
+  // PXN"): across NVLink domains to a GPU on another rail (NIC), it first crosses NVLink to a
+  // GPU of the same communicator (`group`, sorted) on the source's node whose NIC is on the
+  // destination's rail, preferring the destination's local index, and that NIC sends it on the
+  // rail; rail-optimised fabrics keep it off the spine. Without such a member it goes direct.
+  // NCCL's proxy pipelines the two hops: both are flows of the same phase.
+  void add_pxn(int src, int dst, double payload, int channel, const std::vector<int>& group) {
     const int gpn = std::max(1, c_.gpus_per_node);
-    const bool inter = src / domain_ != dst / domain_;
-    const int relay = src - src % gpn + dst % gpn;
-    if (!inter || relay == src || relay >= c_.num_gpus) {
+    const int per_nic = std::max(1, gpn / std::max(1, c_.network.nics_per_node));
+    const auto rail = [&](int g) { return (g % gpn) / per_nic; };
+    if (src / domain_ == dst / domain_ || rail(src) == rail(dst)) {
+      add(src, dst, payload, channel);
+      return;
+    }
+    const int base = src - src % gpn;
+    const auto member = [&](int g) { return std::binary_search(group.begin(), group.end(), g); };
+    int relay = base + dst % gpn;
+    if (!member(relay)) {
+      relay = -1;
+      for (int l = 0; l < gpn && relay < 0; ++l)
+        if (rail(base + l) == rail(dst) && member(base + l)) relay = base + l;
+    }
+    if (relay < 0) {
       add(src, dst, payload, channel);
       return;
     }
@@ -317,8 +330,10 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
   const double pf = protocol_efficiency(plan.estimate, req.op, S, plan.shape, c, m);
   if (req.op == CollOp::AllToAll) {
     PhaseBuilder b(c, m, pf, plan.estimate.latency_s);
+    std::vector<int> group = req.gpus;
+    std::sort(group.begin(), group.end());
     for (int s : req.gpus)
-      for (int d : req.gpus) b.add_pxn(s, d, S / n, 0);
+      for (int d : req.gpus) b.add_pxn(s, d, S / n, 0, group);
     plan.phases.push_back(b.finish());
     plan.lowered_as = CollAlgo::Ring;
     return plan;
@@ -384,7 +399,7 @@ CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const 
   plan.lowered_as = CollAlgo::Ring;
   PhaseBuilder b(c, m, 1.0, latency_s);
   b.reserve(sends.size() * static_cast<std::size_t>(b.queue_pairs()));
-  for (const PointToPoint& p : sends) b.add_pxn(p.src_gpu, p.dst_gpu, p.bytes, 0);
+  for (const PointToPoint& p : sends) b.add_pxn(p.src_gpu, p.dst_gpu, p.bytes, 0, gpus);
   plan.phases.push_back(b.finish());
   return plan;
 }

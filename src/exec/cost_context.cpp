@@ -1,7 +1,5 @@
 #include "cost_context.hpp"
 
-#include "ep_fabric.hpp"
-
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -13,6 +11,7 @@
 #include "megasim/config/catalog.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/hw/kernel_time.hpp"
+#include "ep_fabric.hpp"
 
 namespace megasim {
 

@@ -13,7 +13,6 @@
 #include <cmath>
 #include <map>
 
-
 #include "des_ecmp.hpp"
 #include "des_report.hpp"
 
@@ -90,10 +89,6 @@ void attribute_gap(const DesExecutor& ex, int r, TaskIndex t, double gap_s, doub
     b.pipeline_bubble_s += gap_s;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // The k links that carried the most bytes: the simulated flows' plus the traffic priced apart.
 // Every link of the external traffic competes with its simulated bytes added; any other link

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <set>
 
 #include "cost_context.hpp"
 #include "megasim/coll/runner.hpp"
@@ -23,8 +25,9 @@ namespace {
 constexpr double kReferenceBytes = 64.0 * 1024 * 1024;
 
 // The EP groups of pipeline stage 0 in Megatron-Core's expert grid: inside a stage the GPUs in
-// rank order are indexed tp + TP x (cp + CP x dp) (either placement order), and the expert grid
-// reads the same index as etp + ETP x (ep + EP x edp).
+// rank order are indexed tp + TP x (cp + CP x dp), and the expert grid reads the same index as
+// etp + ETP x (ep + EP x edp) (Megatron's default order; under pp-first placement Megatron
+// requires the expert and dense pipeline groups to match, which this reading also assumes).
 std::vector<std::vector<int>> stage_ep_groups(const JobSpec& job) {
   const Placement placement(job.parallel, job.cluster);
   const std::int64_t tp = placement.tp(), cp = placement.cp();
@@ -46,12 +49,41 @@ std::vector<std::vector<int>> stage_ep_groups(const JobSpec& job) {
 
 }  // namespace
 
+namespace {
+
+// Sends one exchange of one group makes: NCCL's all-to-all one per pair; DeepEP's flex, per
+// source, one per rank (NVLink copies and fan-outs) and one RDMA copy per remote domain; the
+// allgather rings one per rank and channel (a bound of NCCL's 32 channels).
+std::size_t sends_per_group(MoeDispatcher d, std::size_t ep, std::size_t domains) {
+  switch (d) {
+    case MoeDispatcher::AllGather: return 32 * ep;
+    case MoeDispatcher::Flex: return ep * (ep + domains - 1);
+    case MoeDispatcher::AllToAll: break;
+  }
+  return ep * ep;
+}
+
+// P(a token routes at least one of its top-k copies to `here` of `experts` experts), uniform
+// routing: 1 - C(experts - here, k) / C(experts, k).
+double reach_probability(double experts, double here, std::int64_t k) {
+  double miss = 1.0;
+  for (std::int64_t i = 0; i < k; ++i)
+    miss *= std::max(0.0, experts - here - static_cast<double>(i)) / (experts - static_cast<double>(i));
+  return 1.0 - miss;
+}
+
+}  // namespace
+
 EpExchangeOnFabric::EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric, const NcclModel& nccl)
     : job_(job), fabric_(fabric), nccl_(nccl), load_(expert_load(job)) {
   groups_ = stage_ep_groups(job);
   stage_groups_ = groups_.size();
   const std::size_t ep = groups_.empty() ? 0 : groups_.front().size();
-  const std::size_t per_group = ep * ep;
+  const int domain = std::max(1, nvlink_domain_gpus(job.cluster));
+  std::set<int> domains;
+  if (!groups_.empty())
+    for (int gpu : groups_.front()) domains.insert(gpu / domain);
+  const std::size_t per_group = sends_per_group(job.system.moe_token_dispatcher_type, ep, std::max<std::size_t>(1, domains.size()));
   const std::size_t keep = kMaxSends / std::max<std::size_t>(1, per_group);
   if (groups_.size() > keep) {
     if (keep == 0) {
@@ -63,25 +95,22 @@ EpExchangeOnFabric::EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric,
     }
     groups_.resize(keep);
   }
-  // Each group's ranks take the routing's per-rank loads in a seeded order: which rank is hot
-  // differs between groups, as it does between micro-batches.
+  // Each group's ranks take the routing's per-rank loads (multiples of the mean; below 1 on
+  // average when the capacity factor drops copies, above when padding fills experts) in a
+  // seeded order: which rank is hot differs between groups, as it does between micro-batches.
   std::vector<double> profile = load_.rank_load_profile;
   if (profile.size() != ep) profile.assign(ep, 1.0);
-  const double total = std::accumulate(profile.begin(), profile.end(), 0.0);
+  busiest_ = profile.empty() ? 1.0 : *std::max_element(profile.begin(), profile.end());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     std::vector<std::size_t> order(ep);
     std::iota(order.begin(), order.end(), std::size_t{0});
     Rng rng(stable_hash({job.seed, static_cast<std::uint64_t>(g), 0xe9fau}));
     for (std::size_t i = ep; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
     std::vector<double> shares(ep);
-    for (std::size_t r = 0; r < ep; ++r) shares[r] = profile[order[r]] / total;
+    for (std::size_t r = 0; r < ep; ++r) shares[r] = profile[order[r]] / static_cast<double>(ep);
     shares_.push_back(std::move(shares));
   }
-  if (!groups_.empty()) {
-    latency_s_ = estimate_collective(CollOp::AllToAll, kReferenceBytes, shape_of(groups_.front(), job.cluster),
-                                     job.cluster, nccl)
-                     .latency_s;
-  }
+  if (!groups_.empty()) shape_ = shape_of(groups_.front(), job.cluster);
 }
 
 std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes) const {
@@ -98,12 +127,15 @@ std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes)
     }
     return out;
   }
-  // Every source routes the same copies: `bytes` is what the busiest rank receives.
-  const double busiest = load_.rank_load_profile.empty() ? 1.0 : load_.rank_load_profile.front();
-  const double per_source = bytes / busiest;
+  // A rank routes `per_source` bytes of copies before any drop, share w[d] of them to rank d
+  // (the load profile over EP), so the busiest rank receives exactly `bytes`.
+  const double per_source = bytes / busiest_;
   const int domain = std::max(1, nvlink_domain_gpus(job_.cluster));
+  const int gpn = std::max(1, job_.cluster.gpus_per_node);
   const bool flex = sys.moe_token_dispatcher_type == MoeDispatcher::Flex;
-  const double k = static_cast<double>(std::max<std::int64_t>(1, job_.model.moe.experts_per_token));
+  const MoeSpec& moe = job_.model.moe;
+  const double k = static_cast<double>(std::max<std::int64_t>(1, moe.experts_per_token));
+  const double experts = static_cast<double>(moe.num_experts);
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const auto& g = groups_[gi];
     const auto& w = shares_[gi];
@@ -116,27 +148,42 @@ std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes)
     if (!flex) {
       for (int s = 0; s < ep; ++s)
         for (int d = 0; d < ep; ++d) send(g[s], g[d], per_source * w[d]);
-    } else {
-      const CollGroupShape shape = shape_of(g, job_.cluster);
-      const double rank_dedup = distinct_targets_per_token(job_.model.moe, ep) / k;
-      const double node_dedup = shape.nodes > 1 ? distinct_targets_per_token(job_.model.moe, shape.nodes) / k : 1.0;
-      // Per destination node: the group's ranks there and their summed share.
-      std::map<int, std::vector<int>> on_node;
-      for (int d = 0; d < ep; ++d) on_node[g[d] / domain].push_back(d);
-      for (int s = 0; s < ep; ++s) {
-        const int home = g[s] / domain;
-        for (const auto& [node, members] : on_node) {
-          if (node == home) {  // NVLink, one copy per distinct rank
-            for (int d : members) send(g[s], g[d], per_source * w[d] * rank_dedup);
-            continue;
-          }
-          int peer = node * domain + g[s] % domain;  // the rail peer on that node
-          if (peer >= job_.cluster.num_gpus) peer = g[members.front()];  // a partial last domain
-          double node_share = 0;
-          for (int d : members) node_share += w[d];
-          send(g[s], peer, per_source * node_share * node_dedup);           // RDMA
-          for (int d : members) send(peer, g[d], per_source * w[d] * rank_dedup);  // NVLink fan-out
+      out.push_back(lower_all_to_all_v(sends, job_.cluster, nccl_, 0.0));
+      continue;
+    }
+    // DeepEP: the group's ranks by NVLink domain. A token reaches domain n with probability
+    // P_n (its experts there: ranks x experts per rank), scaled by the domain's load against a
+    // uniform one; group-limited routing caps the domains a token reaches (the analytic model's
+    // cap, applied as a factor on every domain).
+    std::map<int, std::vector<int>> by_domain;
+    for (int d = 0; d < ep; ++d) by_domain[g[d] / domain].push_back(d);
+    const double per_rank_experts = experts / ep;
+    double reached = 0;
+    for (const auto& [dom, members] : by_domain)
+      reached += reach_probability(experts, per_rank_experts * static_cast<double>(members.size()), moe.experts_per_token);
+    const double cap = by_domain.size() > 1
+                           ? std::min(1.0, distinct_targets_per_token(moe, static_cast<int>(by_domain.size())) / reached)
+                           : 1.0;
+    const double rank_dedup = distinct_targets_per_token(moe, ep) / k;
+    for (int s = 0; s < ep; ++s) {
+      const int home = g[s] / domain;
+      for (const auto& [dom, members] : by_domain) {
+        if (dom == home) {  // NVLink, one copy per distinct rank
+          for (int d : members) send(g[s], g[d], per_source * w[d] * rank_dedup);
+          continue;
         }
+        // The RDMA copy goes to a member of the same local index (DeepEP's rail peer), else of
+        // the same NIC rail, else any member: never a GPU outside the group.
+        int peer = g[members[static_cast<std::size_t>(s) % members.size()]];
+        for (int d : members)
+          if (g[d] % gpn == g[s] % gpn) peer = g[d];
+        double load = 0;
+        for (int d : members) load += w[d];
+        const double uniform = static_cast<double>(members.size()) / ep;
+        const double p = reach_probability(experts, per_rank_experts * static_cast<double>(members.size()),
+                                           moe.experts_per_token);
+        send(g[s], peer, per_source / k * p * cap * load / uniform);                 // RDMA
+        for (int d : members) send(peer, g[d], per_source * w[d] * rank_dedup);      // NVLink fan-out
       }
     }
     out.push_back(lower_all_to_all_v(sends, job_.cluster, nccl_, 0.0));
@@ -177,12 +224,11 @@ const EpExchangeOnFabric::Simulated& EpExchangeOnFabric::simulated(OpKind kind) 
 double EpExchangeOnFabric::seconds(OpKind kind, double bytes) const {
   if (groups_.empty() || groups_.front().size() <= 1 || !(bytes > 0)) return 0.0;
   const double s_per_byte = simulated(kind).s_per_byte;
-  const bool ring = job_.system.moe_token_dispatcher_type == MoeDispatcher::AllGather;
-  const double latency = ring ? estimate_collective(kind == OpKind::EpCombine ? CollOp::ReduceScatter : CollOp::AllGather,
-                                                    bytes, shape_of(groups_.front(), job_.cluster), job_.cluster, nccl_)
-                                    .latency_s
-                              : latency_s_;
-  return latency + bytes * s_per_byte;
+  // NCCL's latency for this size (its protocol choice included), as the closed form takes it.
+  const CollOp op = job_.system.moe_token_dispatcher_type != MoeDispatcher::AllGather ? CollOp::AllToAll
+                    : kind == OpKind::EpCombine                                        ? CollOp::ReduceScatter
+                                                                                       : CollOp::AllGather;
+  return estimate_collective(op, bytes, shape_, job_.cluster, nccl_).latency_s + bytes * s_per_byte;
 }
 
 std::vector<std::pair<LinkId, double>> EpExchangeOnFabric::step_link_bytes(std::int64_t micro_batches) const {

@@ -3,17 +3,19 @@
 // pricing of the EP traffic (issue 26, deliver 4), where the analytic engine uses NCCL's
 // closed-form all-to-all of the most-loaded rank's bytes (cost_context.cpp).
 //
-// What runs. Every EP group of one pipeline stage exchanges at once: the groups of a stage run
+// What runs. Every EP group of pipeline stage 0 exchanges at once (the expert grid read off the
+// stage's rank order, as Megatron-Core's default tp-cp-ep-dp-pp order lays it out): the groups of a stage run
 // the same layer of the same micro-batch in lock-step, so they meet on the same leaf and spine
 // links (other stages run other layers, out of phase, and are left out). Per dispatcher:
 //  * alltoall: NCCL's all-to-all-v. Source s sends destination d its routed copies times d's
 //    share of the group's load (ExpertLoad::rank_load_profile, dealt to the ranks by a seeded
 //    permutation per group), so the busiest rank's NIC or NVLink ingress is the hot spot.
-//  * flex (DeepEP / HybridEP): across nodes one RDMA copy per distinct remote node, sent to the
-//    GPU of the same local index there (DeepEP's rail peer) and fanned out over NVLink to the
-//    ranks that need it, the two stages pipelined (run at once); inside the source's node one
-//    NVLink copy per distinct rank. The de-duplication factors are the uniform-routing ones of
-//    the analytic model (distinct targets per token / top-k).
+//  * flex (DeepEP / HybridEP): across NVLink domains one RDMA copy per token and remote domain
+//    it reaches (probability 1 - C(E - E_n, k) / C(E, k) for the E_n experts there, times the
+//    domain's load against a uniform one, capped by group-limited routing as the analytic model
+//    is), sent to the member of the same local index there (DeepEP's rail peer) and fanned out
+//    over NVLink to the ranks that need it, the two stages pipelined (run at once); inside the
+//    source's domain one NVLink copy per distinct rank.
 //  * allgather: Megatron's all-gather of the group's tokens (reduce-scatter back), lowered as
 //    NCCL rings on every group.
 // The combine is the dispatch reversed. Flows are routed by the cluster's policy (ECMP hash
@@ -21,14 +23,15 @@
 // as every simulated collective (coll/lowering.hpp).
 //
 // Cost. One simulation per op kind; with the flows fixed, max-min completion time is linear in
-// their bytes, so other sizes scale it (plus NCCL's latency for the group). Flows that collide
+// their bytes, so other sizes scale it (plus NCCL's latency for that size). Flows that collide
 // finish at distinct times and each completion re-solves the exchange's flows; rail-aligned
-// exchanges (PXN, DeepEP's rail peers) barely collide: 65,000 sends of one EP 256 group take
-// 0.24-1.1 s on the 2-core reference machine (docs/moe.md). Hence a budget of kMaxSends sends:
-// a stage with more simulates only its first groups (the neighbours that share switches),
-// leaving out their contention with the rest; a single group larger than the budget (EP above
-// 256) is not simulated and the closed form prices it (priced_on_fabric() false). Both are
-// logged at debug level.
+// exchanges (PXN, DeepEP's rail peers) barely collide: a step with one EP 256 group (65,000
+// sends) takes 0.18-0.97 s on the 2-core reference machine, with 20 EP 64 groups 1.2 s
+// (docs/moe.md). Hence a
+// budget of kMaxSends sends: a stage with more simulates only its first groups (the neighbours
+// that share switches), leaving out their contention with the rest; a single group larger than
+// the budget is not simulated and the closed form prices it (priced_on_fabric() false). Both
+// are logged at debug level.
 #include <map>
 #include <memory>
 #include <utility>
@@ -44,9 +47,10 @@
 
 namespace megasim {
 
+// Not thread-safe (it caches its simulations): one per simulated step.
 class EpExchangeOnFabric {
  public:
-  static constexpr std::size_t kMaxSends = 65'536;
+  static constexpr std::size_t kMaxSends = 81'920;
 
   // `fabric` and `nccl` must outlive this object.
   EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric, const NcclModel& nccl);
@@ -85,7 +89,8 @@ class EpExchangeOnFabric {
   std::vector<std::vector<int>> groups_;
   std::vector<std::vector<double>> shares_;  // [group][EP rank]: share of the group's load, sums to 1
   std::size_t stage_groups_ = 0;
-  double latency_s_ = 0;
+  double busiest_ = 1;        // the busiest rank's load, a multiple of the mean
+  CollGroupShape shape_;      // of one EP group, for NCCL's latency
   mutable std::map<OpKind, Simulated> simulated_;  // one exchange at kReferenceBytes, per kind
 };
 

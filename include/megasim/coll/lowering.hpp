@@ -10,9 +10,9 @@
 //    of S/2 each, every tree edge carrying S/2 up (reduce) and S/2 down (broadcast).
 //  * Hierarchical all-reduce: NVLink reduce-scatter, one ring per rail across nodes on S/r,
 //    NVLink all-gather, as three phases.
-//  * All-to-all: n(n-1) pairwise flows of S/n; one across nodes to another local index takes
-//    NCCL's default PXN route (NVLink to the source node's GPU on the destination's rail, then
-//    that rail), both hops at once. Send/recv: one flow (gpus[0] -> gpus[1]) or,
+//  * All-to-all: n(n-1) pairwise flows of S/n; one across nodes onto another rail takes
+//    NCCL's default PXN route (NVLink to a member of the group on the source's node whose NIC is
+//    on the destination's rail, then that rail), both hops at once. Send/recv: one flow (gpus[0] -> gpus[1]) or,
 //    with scatter_gather = t > 1, t rail-parallel flows of S/t followed by an NVLink
 //    all-gather on the receiving node (Megatron / MegaScale scatter-gather).
 // Each phase carries the NCCL-model latency of its part; flows pay it before taking
@@ -81,8 +81,9 @@ struct PointToPoint {
   double bytes = 0;
 };
 
-// An all-to-all-v: every send at once, in one phase of latency `latency_s`, with the transport
-// fractions and queue-pair split of lower_collective's all-to-all (NCCL's grouped send/recv,
+// An all-to-all-v among the GPUs its sends name (the communicator): every send at once, in one
+// phase of latency `latency_s`, with the transport fractions, PXN relays and queue-pair split of
+// lower_collective's all-to-all (NCCL's grouped send/recv,
 // Simple protocol: the payloads of MoE token exchanges are megabytes). Sends to self and empty
 // sends move nothing. Throws InputError("gpus", ...) for a GPU outside the cluster.
 CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const ClusterSpec& cluster,

@@ -20,7 +20,7 @@ enum class OpKind {
   TpAllReduce,
   CpExchange,       // context-parallel K/V ring exchange; comm_bytes sent per rank
   EpDispatch,       // MoE token dispatch / combine over the expert-parallel group; comm_bytes =
-  EpCombine,        //   this rank's routed token copies x h (balanced routing, before any skew)
+  EpCombine,        //   the busiest EP rank's received copies x h (routing skew and drops included)
 };
 bool is_communication(OpKind k);
 const char* to_string(OpKind k);

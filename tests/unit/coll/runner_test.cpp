@@ -148,6 +148,20 @@ TEST(CollectiveRunner, AllToAllAcrossNodesStaysOnRails) {
   std::set<std::pair<int, int>> pairs;
   for (const FlowStep& f : v.phases.front().flows) pairs.insert({f.src_gpu, f.dst_gpu});
   EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{0, 1}, {1, 9}, {0, 8}}));
+  // NCCL relays only through a member of the communicator: a group holding part of each node
+  // sends directly where its node has no member on the destination's rail.
+  const std::vector<int> part{0, 1, 8, 11};
+  CollectiveRequest some{CollOp::AllToAll, CollAlgo::Auto, 256e6, part, 0, "a2a", 1};
+  std::set<std::pair<int, int>> used;
+  const CollectivePlan some_plan = lower_collective(some, c, m);
+  for (const FlowStep& f : some_plan.phases.front().flows) {
+    EXPECT_TRUE(std::count(part.begin(), part.end(), f.src_gpu) && std::count(part.begin(), part.end(), f.dst_gpu))
+        << f.src_gpu << " -> " << f.dst_gpu;
+    used.insert({f.src_gpu, f.dst_gpu});
+  }
+  EXPECT_TRUE(used.count({0, 11}));  // no member on rail 3 at node 0: direct
+  EXPECT_TRUE(used.count({1, 0}) && used.count({0, 8}));  // 1 -> 8 relayed by 0, on rail 0
+  EXPECT_FALSE(used.count({1, 8}));
 }
 
 // Two large flows that ECMP hashes onto one switch uplink take twice the ideal-spray time.
