@@ -254,6 +254,16 @@ void check_experts(const JobSpec& job) {
                      s(job.cluster.num_gpus) + " GPUs are not divisible by ETP*EP*PP = " + s(etp) + "*" + s(ep) + "*" +
                          s(p.pipeline_model_parallel_size) + " = " + s(grid) + " (Megatron-Core's expert grid)");
   }
+  // Megatron-Core builds the expert grid in the same rank order as the dense one; with the
+  // pipeline not outermost (pp-first: tp-cp-ep-pp-dp) its groups only match the dense
+  // pipeline's when expert DP equals DP (parallel_state.py: "When not using pp-last rank
+  // ordering, the data parallel size of the attention and moe layers must be the same").
+  if (p.placement == PlacementOrder::PpFirst && p.pipeline_model_parallel_size > 1 &&
+      expert_data_parallel_size(job) != p.data_parallel_size) {
+    throw InputError("parallel.placement",
+                     "pp-first with PP > 1 needs ETP*EP = TP*CP (expert DP " + s(expert_data_parallel_size(job)) +
+                         " must equal DP " + s(p.data_parallel_size) + ", Megatron-Core's rule)");
+  }
   if (job.system.overlap_moe_expert_parallel_comm) {
     if (ep == 1) {
       throw InputError("system.overlap_moe_expert_parallel_comm", "needs expert_model_parallel_size > 1");

@@ -234,6 +234,11 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
         job.model.moe.expert_intermediate_size % etp != 0 || (tp > 1 && !p.sequence_parallel)) {
       return PlanRule::ExpertGridDividesGpus;
     }
+    // pp-first placement with PP > 1: Megatron-Core needs expert DP = DP (validate.cpp).
+    if (p.placement == PlacementOrder::PpFirst && p.pipeline_model_parallel_size > 1 &&
+        expert_data_parallel_size(job) != p.data_parallel_size) {
+      return PlanRule::ExpertGridDividesGpus;
+    }
   }
   return std::nullopt;
 }

@@ -85,7 +85,8 @@ enum class PlanRule {
   VppMicroBatchesDivisibleByPp,  // interleaving needs micro-batches % PP == 0
   SeqDivisibleBy2Cp,             // seq_length % (2*CP)
   SeqPerCpDivisibleByTp,         // sequence parallel: (seq/CP) % TP
-  ExpertGridDividesGpus,         // MoE: num_gpus % (ETP*EP*PP), ETP <= GPUs per node, ETP | expert width
+  ExpertGridDividesGpus,         // MoE: num_gpus % (ETP*EP*PP), ETP <= GPUs per node, ETP | expert width,
+                                 //   pp-first with PP > 1 needs ETP*EP = TP*CP
   Memory,                        // peak memory per GPU exceeds the GPU's capacity
   CostModelError,                // the step cost model threw (a plan it cannot represent)
 };

@@ -105,6 +105,14 @@ TEST(Moe, BadInputsNameTheField) {
   j = moe_job("qwen3-30b-a3b");
   j["parallel"]["expert_model_parallel_size"] = 128;  // 64 GPUs
   EXPECT_INPUT_ERROR(test::parse(j), "parallel.expert_model_parallel_size", "ETP*EP*PP");
+  // pp-first placement with PP > 1: expert DP must equal DP (Megatron-Core's parallel_state).
+  j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["pipeline_model_parallel_size"] = 2;
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["parallel"]["placement"] = "pp-first";
+  EXPECT_INPUT_ERROR(test::parse(j), "parallel.placement", "needs ETP*EP = TP*CP");
+  j["parallel"]["placement"] = "dp-first";
+  EXPECT_NO_THROW(test::parse(j));
   nlohmann::json model = read_json_file(test::data_dir() / "hf" / "mixtral-8x7b-config.json", "model");
   model["num_experts_per_tok"] = 9;
   j = moe_job("qwen3-30b-a3b");

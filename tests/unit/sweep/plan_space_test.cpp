@@ -199,6 +199,12 @@ TEST(PlanSpace, MoeModelsEnumerateExpertParallelism) {
   const JobSpec job = apply_plan(base, c);
   EXPECT_EQ(job.parallel.expert_model_parallel_size, 8);
   EXPECT_EQ(first_broken_rule(job), PlanRule::ExpertGridDividesGpus);
+  // pp-first with PP > 1 needs ETP*EP = TP*CP (Megatron-Core); dp-first does not.
+  c.pp = 2;
+  JobSpec pp_first = apply_plan(base, c);
+  ASSERT_EQ(first_broken_rule(pp_first), std::nullopt);
+  pp_first.parallel.placement = PlacementOrder::PpFirst;
+  EXPECT_EQ(first_broken_rule(pp_first), PlanRule::ExpertGridDividesGpus);
   // ETP unwritten: each TP > 1 plan comes twice, with ETP = TP (Megatron-Core's default, key
   // unchanged) and ETP 1 ("-etp1"); apply_plan writes the plan's ETP.
   std::set<std::pair<int, int>> tp_etp;
