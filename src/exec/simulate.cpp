@@ -93,6 +93,11 @@ StepReport simulate_step(const JobSpec& job, const Catalog& catalog, const Simul
   if (r.moe) {
     r.moe->block_forward_s = costs.moe_block_fwd_s;
     r.moe->block_backward_s = costs.moe_block_bwd_s;
+    if (costs.ep_priced_on_fabric) {
+      r.moe->exchange_priced_by = "fabric";
+      r.moe->exchange_groups_simulated = costs.ep_groups_simulated;
+      r.moe->exchange_groups_per_stage = costs.ep_groups_per_stage;
+    }
   }
   const CommunicatorStartup startup = communicator_startup(job, catalog);
   r.startup_s = startup.seconds;

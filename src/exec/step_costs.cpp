@@ -10,6 +10,7 @@
 
 #include "chunk_costs.hpp"
 #include "cost_context.hpp"
+#include "ep_fabric.hpp"
 #include "megasim/hw/kernel_time.hpp"
 #include "megasim/model/params.hpp"
 #include "optimizer_step.hpp"
@@ -140,6 +141,11 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
     const PassTimes b = time_ops(ctx, moe_block_backward_ops(job), host_s_per_launch(ctx, true, PassDirection::Backward));
     c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + f.ep_comm_s;
     c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + b.ep_comm_s;
+    if (ep_on_fabric != nullptr) {
+      c.ep_priced_on_fabric = ep_on_fabric->priced_on_fabric();
+      c.ep_groups_simulated = static_cast<std::int64_t>(ep_on_fabric->groups().size());
+      c.ep_groups_per_stage = static_cast<std::int64_t>(ep_on_fabric->stage_groups());
+    }
   }
   c.pp = job.parallel.pipeline_model_parallel_size;
   c.vpp = job.parallel.virtual_pipeline_model_parallel_size;

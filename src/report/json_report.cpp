@@ -51,7 +51,10 @@ nlohmann::json step_report_to_json(const StepReport& r) {
                 {"max_to_mean_rank_load", m.max_to_mean_rank_load},
                 {"max_to_mean_expert_load", m.max_to_mean_expert_load},
                 {"dropped_token_fraction", m.dropped_token_fraction},
-                {"block_time_s", {{"forward", m.block_forward_s}, {"backward", m.block_backward_s}}}};
+                {"block_time_s", {{"forward", m.block_forward_s}, {"backward", m.block_backward_s}}},
+                {"exchange", {{"priced_by", m.exchange_priced_by},
+                              {"groups_simulated", m.exchange_groups_simulated},
+                              {"groups_per_stage", m.exchange_groups_per_stage}}}};
   }
   if (r.time_to_train_days) {
     j["time_to_train_days"] = *r.time_to_train_days;
@@ -142,6 +145,13 @@ void print_text_report(const StepReport& r, std::ostream& out) {
                              fmt(" dispatch · busiest rank %.2fx the mean", r.moe->max_to_mean_rank_load));
     if (r.moe->dropped_token_fraction > 0) {
       line(out, "dropped tokens", fmt("%.2f%% of routed copies", 100.0 * r.moe->dropped_token_fraction));
+    }
+    if (r.moe->exchange_priced_by == "fabric" && r.moe->ep > 1) {
+      line(out, "EP exchange",
+           "flows on the fabric, " + std::to_string(r.moe->exchange_groups_simulated) + " of the stage's " +
+               std::to_string(r.moe->exchange_groups_per_stage) + " EP groups at once");
+    } else if (r.moe->ep > 1) {
+      line(out, "EP exchange", "NCCL's closed-form all-to-all");
     }
   }
   if (r.time_to_train_days) line(out, "time to train", fmt("%.2f days", *r.time_to_train_days));

@@ -72,6 +72,12 @@ struct MoeSummary {
   double dropped_token_fraction = 0;     // routed copies dropped by the capacity factor
   double block_forward_s = 0;            // one MoE block alone, one micro-batch (StepCosts::moe_block_*)
   double block_backward_s = 0;
+  // How the dispatch and combine were priced: "fabric" (flows on the routed fabric, the event
+  // engine) or "closed_form" (NCCL's all-to-all model); with "fabric", the EP groups of one
+  // pipeline stage that ran at once and how many the stage has.
+  std::string exchange_priced_by = "closed_form";
+  std::int64_t exchange_groups_simulated = 0;
+  std::int64_t exchange_groups_per_stage = 0;
 };
 
 struct StepReport {

@@ -55,6 +55,12 @@ struct StepCosts {
   // dispatch and combine, serial (Megatron-LM's moe_perf benchmark times an MoELayer so).
   double moe_block_fwd_s = 0;
   double moe_block_bwd_s = 0;
+  // How the EP dispatch and combine were priced: as flows on the fabric (the event engine,
+  // exec/ep_fabric) for ep_groups_simulated of the stage's ep_groups_per_stage groups, or in
+  // NCCL's closed form (the analytic engine, or a group over the simulation budget).
+  bool ep_priced_on_fabric = false;
+  std::int64_t ep_groups_simulated = 0;
+  std::int64_t ep_groups_per_stage = 0;
 
   // Pipeline point-to-point: activations (or their gradients) between adjacent chunks.
   double p2p_bytes = 0;                  // bytes per GPU per boundary per micro-batch

@@ -254,6 +254,10 @@ TEST(EpFabric, TheEventEngineUsesTheFabricPricing) {
   const StepReport b_des = simulate_step(balanced, catalog(), des);
   const StepReport b_an = simulate_step(balanced, catalog(), analytic);
   ASSERT_TRUE(b_des.moe && b_an.moe);
+  EXPECT_EQ(b_des.moe->exchange_priced_by, "fabric");
+  EXPECT_EQ(b_des.moe->exchange_groups_simulated, 1);
+  EXPECT_EQ(b_des.moe->exchange_groups_per_stage, 1);
+  EXPECT_EQ(b_an.moe->exchange_priced_by, "closed_form");
   EXPECT_NEAR(b_des.moe->block_forward_s, b_an.moe->block_forward_s, 0.01 * b_an.moe->block_forward_s);
   const JobSpec skewed = qwen3_30b(32, 32, {"training.moe_router_force_load_balancing=false", "training.moe_routing_skew=1.0",
                                             "system.moe_token_dispatcher_type=flex"});
