@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -47,10 +49,6 @@ std::vector<std::vector<int>> stage_ep_groups(const JobSpec& job) {
   return groups;
 }
 
-}  // namespace
-
-namespace {
-
 // Sends one exchange of one group makes: NCCL's all-to-all one per pair; DeepEP's flex, per
 // source, one per rank (NVLink copies and fan-outs) and one RDMA copy per remote domain; the
 // allgather rings one per rank and channel (a bound of NCCL's 32 channels).
@@ -70,6 +68,51 @@ double reach_probability(double experts, double here, std::int64_t k) {
   for (std::int64_t i = 0; i < k; ++i)
     miss *= std::max(0.0, experts - here - static_cast<double>(i)) / (experts - static_cast<double>(i));
   return 1.0 - miss;
+}
+
+// DeepEP's sends for one group (`g`, shares `w`, `per_source` bytes of copies a rank): by
+// NVLink domain, a token reaches domain n with probability P_n (its experts there: ranks x
+// experts per rank), scaled by the domain's load against a uniform one; group-limited routing
+// caps the domains a token reaches (the analytic model's cap, as a factor on every domain).
+void add_flex_sends(const JobSpec& job, const std::vector<int>& g, const std::vector<double>& w, double per_source,
+                    const std::function<void(int, int, double)>& send) {
+  const int domain = std::max(1, nvlink_domain_gpus(job.cluster));
+  const int gpn = std::max(1, job.cluster.gpus_per_node);
+  const MoeSpec& moe = job.model.moe;
+  const double k = static_cast<double>(std::max<std::int64_t>(1, moe.experts_per_token));
+  const double experts = static_cast<double>(moe.num_experts);
+  const int ep = static_cast<int>(g.size());
+  std::map<int, std::vector<int>> by_domain;
+  for (int d = 0; d < ep; ++d) by_domain[g[d] / domain].push_back(d);
+  const double per_rank_experts = experts / ep;
+  const auto reach = [&](const std::vector<int>& members) {
+    return reach_probability(experts, per_rank_experts * static_cast<double>(members.size()), moe.experts_per_token);
+  };
+  double reached = 0;
+  for (const auto& [dom, members] : by_domain) reached += reach(members);
+  const double cap = by_domain.size() > 1
+                         ? std::min(1.0, distinct_targets_per_token(moe, static_cast<int>(by_domain.size())) / reached)
+                         : 1.0;
+  const double rank_dedup = distinct_targets_per_token(moe, ep) / k;
+  for (int s = 0; s < ep; ++s) {
+    const int home = g[s] / domain;
+    for (const auto& [dom, members] : by_domain) {
+      if (dom == home) {  // NVLink, one copy per distinct rank
+        for (int d : members) send(g[s], g[d], per_source * w[d] * rank_dedup);
+        continue;
+      }
+      // The RDMA copy goes to the member of the same local index (DeepEP's rail peer), else to
+      // one picked by the source's rank: never to a GPU outside the group.
+      int peer = g[members[static_cast<std::size_t>(s) % members.size()]];
+      for (int d : members)
+        if (g[d] % gpn == g[s] % gpn) peer = g[d];
+      double load = 0;
+      for (int d : members) load += w[d];
+      const double uniform = static_cast<double>(members.size()) / ep;
+      send(g[s], peer, per_source / k * reach(members) * cap * load / uniform);  // RDMA
+      for (int d : members) send(peer, g[d], per_source * w[d] * rank_dedup);    // NVLink fan-out
+    }
+  }
 }
 
 }  // namespace
@@ -130,12 +173,7 @@ std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes)
   // A rank routes `per_source` bytes of copies before any drop, share w[d] of them to rank d
   // (the load profile over EP), so the busiest rank receives exactly `bytes`.
   const double per_source = bytes / busiest_;
-  const int domain = std::max(1, nvlink_domain_gpus(job_.cluster));
-  const int gpn = std::max(1, job_.cluster.gpus_per_node);
   const bool flex = sys.moe_token_dispatcher_type == MoeDispatcher::Flex;
-  const MoeSpec& moe = job_.model.moe;
-  const double k = static_cast<double>(std::max<std::int64_t>(1, moe.experts_per_token));
-  const double experts = static_cast<double>(moe.num_experts);
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const auto& g = groups_[gi];
     const auto& w = shares_[gi];
@@ -145,46 +183,11 @@ std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes)
       if (combine) std::swap(src, dst);
       sends.push_back({src, dst, b});
     };
-    if (!flex) {
+    if (flex) {
+      add_flex_sends(job_, g, w, per_source, send);
+    } else {
       for (int s = 0; s < ep; ++s)
         for (int d = 0; d < ep; ++d) send(g[s], g[d], per_source * w[d]);
-      out.push_back(lower_all_to_all_v(sends, job_.cluster, nccl_, 0.0));
-      continue;
-    }
-    // DeepEP: the group's ranks by NVLink domain. A token reaches domain n with probability
-    // P_n (its experts there: ranks x experts per rank), scaled by the domain's load against a
-    // uniform one; group-limited routing caps the domains a token reaches (the analytic model's
-    // cap, applied as a factor on every domain).
-    std::map<int, std::vector<int>> by_domain;
-    for (int d = 0; d < ep; ++d) by_domain[g[d] / domain].push_back(d);
-    const double per_rank_experts = experts / ep;
-    double reached = 0;
-    for (const auto& [dom, members] : by_domain)
-      reached += reach_probability(experts, per_rank_experts * static_cast<double>(members.size()), moe.experts_per_token);
-    const double cap = by_domain.size() > 1
-                           ? std::min(1.0, distinct_targets_per_token(moe, static_cast<int>(by_domain.size())) / reached)
-                           : 1.0;
-    const double rank_dedup = distinct_targets_per_token(moe, ep) / k;
-    for (int s = 0; s < ep; ++s) {
-      const int home = g[s] / domain;
-      for (const auto& [dom, members] : by_domain) {
-        if (dom == home) {  // NVLink, one copy per distinct rank
-          for (int d : members) send(g[s], g[d], per_source * w[d] * rank_dedup);
-          continue;
-        }
-        // The RDMA copy goes to a member of the same local index (DeepEP's rail peer), else of
-        // the same NIC rail, else any member: never a GPU outside the group.
-        int peer = g[members[static_cast<std::size_t>(s) % members.size()]];
-        for (int d : members)
-          if (g[d] % gpn == g[s] % gpn) peer = g[d];
-        double load = 0;
-        for (int d : members) load += w[d];
-        const double uniform = static_cast<double>(members.size()) / ep;
-        const double p = reach_probability(experts, per_rank_experts * static_cast<double>(members.size()),
-                                           moe.experts_per_token);
-        send(g[s], peer, per_source / k * p * cap * load / uniform);                 // RDMA
-        for (int d : members) send(peer, g[d], per_source * w[d] * rank_dedup);      // NVLink fan-out
-      }
     }
     out.push_back(lower_all_to_all_v(sends, job_.cluster, nccl_, 0.0));
   }
