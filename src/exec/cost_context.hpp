@@ -49,6 +49,10 @@ Context make_context(const JobSpec& job, const StepCostData& data);
 enum class PassDirection { Forward, Backward };
 double host_s_per_launch(const Context& c, bool moe_layer, PassDirection direction);
 
+// P(a token routes at least one of its top-k copies to `here` of `experts` experts), uniform
+// routing: 1 - C(experts - here, k) / C(experts, k).
+double reach_probability(double experts, double here, std::int64_t k);
+
 // Expected distinct targets (EP ranks, or nodes) a token's top-k routed copies reach, under
 // uniform routing and the model's group-limited routing (cost_context.cpp says how).
 double distinct_targets_per_token(const MoeSpec& moe, int targets);

@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <numeric>
-#include <set>
 
 #include "cost_context.hpp"
 #include "megasim/coll/runner.hpp"
@@ -59,15 +58,6 @@ std::size_t sends_per_group(MoeDispatcher d, std::size_t ep, std::size_t domains
     case MoeDispatcher::AllToAll: break;
   }
   return ep * ep;
-}
-
-// P(a token routes at least one of its top-k copies to `here` of `experts` experts), uniform
-// routing: 1 - C(experts - here, k) / C(experts, k).
-double reach_probability(double experts, double here, std::int64_t k) {
-  double miss = 1.0;
-  for (std::int64_t i = 0; i < k; ++i)
-    miss *= std::max(0.0, experts - here - static_cast<double>(i)) / (experts - static_cast<double>(i));
-  return 1.0 - miss;
 }
 
 // DeepEP's sends for one group (`g`, shares `w`, `per_source` bytes of copies a rank): by
@@ -122,11 +112,9 @@ EpExchangeOnFabric::EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric,
   groups_ = stage_ep_groups(job);
   stage_groups_ = groups_.size();
   const std::size_t ep = groups_.empty() ? 0 : groups_.front().size();
-  const int domain = std::max(1, nvlink_domain_gpus(job.cluster));
-  std::set<int> domains;
-  if (!groups_.empty())
-    for (int gpu : groups_.front()) domains.insert(gpu / domain);
-  const std::size_t per_group = sends_per_group(job.system.moe_token_dispatcher_type, ep, std::max<std::size_t>(1, domains.size()));
+  if (!groups_.empty()) shape_ = shape_of(groups_.front(), job.cluster);  // nodes: NVLink domains
+  const std::size_t per_group = sends_per_group(job.system.moe_token_dispatcher_type, ep,
+                                                static_cast<std::size_t>(std::max(1, shape_.nodes)));
   const std::size_t keep = kMaxSends / std::max<std::size_t>(1, per_group);
   if (groups_.size() > keep) {
     if (keep == 0) {
@@ -153,7 +141,6 @@ EpExchangeOnFabric::EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric,
     for (std::size_t r = 0; r < ep; ++r) shares[r] = profile[order[r]] / static_cast<double>(ep);
     shares_.push_back(std::move(shares));
   }
-  if (!groups_.empty()) shape_ = shape_of(groups_.front(), job.cluster);
 }
 
 std::vector<CollectivePlan> EpExchangeOnFabric::plans(OpKind kind, double bytes) const {

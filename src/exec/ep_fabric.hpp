@@ -90,7 +90,7 @@ class EpExchangeOnFabric {
   std::vector<std::vector<double>> shares_;  // [group][EP rank]: share of the group's load, sums to 1
   std::size_t stage_groups_ = 0;
   double busiest_ = 1;        // the busiest rank's load, a multiple of the mean
-  CollGroupShape shape_;      // of one EP group, for NCCL's latency
+  CollGroupShape shape_;      // of one EP group: its NVLink domains (the send budget), NCCL's latency
   mutable std::map<OpKind, Simulated> simulated_;  // one exchange at kReferenceBytes, per kind
 };
 
