@@ -7,6 +7,8 @@
 #include <cmath>
 #include <optional>
 
+#include "megasim/plan/expert_grid.hpp"
+
 namespace megasim {
 
 DesExecutor::DesExecutor(const JobSpec& job, const StepCosts& costs, const StepGraph& graph,
@@ -244,64 +246,78 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
 // and all-gather) run the group's first prepared plan scaled (size_scale) wherever NCCL's model
 // lowers them alike. Lowered once: every other plan is a shift (shifted_plan) of the first
 // lowering, resized (resized_plan) to its op and size.
+std::vector<std::vector<int>> DesExecutor::dp_groups(int stage, bool expert_dp) const {
+  if (expert_dp) return expert_data_parallel_groups(placement_, job_, stage);
+  std::vector<std::vector<int>> groups;
+  for (int c = 0; c < placement_.cp(); ++c) {
+    for (int j = 0; j < placement_.tp(); ++j) {
+      std::vector<int> gpus;
+      for (std::int64_t d = 0; d < placement_.dp(); ++d) gpus.push_back(placement_.gpu_of({j, c, d, stage}));
+      groups.push_back(std::move(gpus));
+    }
+  }
+  return groups;
+}
+
 const std::vector<DesExecutor::ScaledPlan>& DesExecutor::collective_plans(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
-  const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes);
+  const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes, task.expert_dp);
   auto it = plan_cache_.find(key);
   if (it != plan_cache_.end()) return it->second;
   std::vector<ScaledPlan> plans;
-  std::vector<GroupBase>& bases = group_bases_[task.stage];
+  std::vector<GroupBase>& bases = group_bases_[{task.stage, task.expert_dp}];
   std::size_t group = 0;
-  for (int c = 0; c < placement_.cp(); ++c) {
-    for (int j = 0; j < placement_.tp(); ++j, ++group) {
-      CollectiveRequest req;
-      req.op = task.kind == TaskKind::DpAllReduce   ? CollOp::AllReduce
-               : task.kind == TaskKind::DpAllGather ? CollOp::AllGather
-                                                    : CollOp::ReduceScatter;
-      req.size_bytes = task.bytes;
-      for (std::int64_t d = 0; d < placement_.dp(); ++d) req.gpus.push_back(placement_.gpu_of({j, c, d, task.stage}));
-      if (group < bases.size()) {
-        const GroupBase& b = bases[group];
-        if (const auto k = size_scale(b.header, b.request, req, fabric_.cluster(), nccl_)) {
-          plans.push_back({b.prepared, *k});
-          continue;
-        }
+  for (std::vector<int>& gpus : dp_groups(task.stage, task.expert_dp)) {
+    CollectiveRequest req;
+    req.op = task.kind == TaskKind::DpAllReduce   ? CollOp::AllReduce
+             : task.kind == TaskKind::DpAllGather ? CollOp::AllGather
+                                                  : CollOp::ReduceScatter;
+    req.size_bytes = task.bytes;
+    req.gpus = std::move(gpus);
+    if (group < bases.size()) {
+      const GroupBase& b = bases[group];
+      if (const auto k = size_scale(b.header, b.request, req, fabric_.cluster(), nccl_)) {
+        plans.push_back({b.prepared, *k});
+        ++group;
+        continue;
       }
-      const CollectivePlan plan = lower_dp(req);
-      // The ECMP statistics read the flows of one DP collective (every TP / CP rank's group of the
-      // first stage): the step's other DP collectives repeat the same rings at other times.
-      const auto kind_size = std::make_tuple(static_cast<int>(task.kind), task.bytes);
-      if (task.stage == 0 && !dp_keys_source_) dp_keys_source_ = kind_size;
-      if (task.stage == 0 && dp_keys_source_ == kind_size && dp_keys_.size() < 200000) {
-        if (dp_keys_.empty()) {
-          std::size_t flows = 0;
-          for (const auto& ph : plan.phases) flows += ph.flows.size();
-          dp_keys_.reserve(std::min<std::size_t>(200000, flows * static_cast<std::size_t>(placement_.tp() * placement_.cp())));
-        }
-        for (const auto& ph : plan.phases)
-          for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
-      }
-      ScaledPlan scaled{runner_->prepare(plan), 1.0};
-      if (group >= bases.size()) {
-        CollectivePlan header = plan;
-        header.phases.clear();
-        bases.push_back({std::move(req), std::move(header), scaled.prepared});
-      }
-      plans.push_back(std::move(scaled));
     }
+    const CollectivePlan plan = lower_dp(req, task.expert_dp);
+    // The ECMP statistics read the flows of one DP collective (every TP / CP rank's group of the
+    // first stage): the step's other DP collectives repeat the same rings at other times.
+    const auto kind_size = std::make_tuple(static_cast<int>(task.kind), task.bytes);
+    if (task.stage == 0 && !task.expert_dp && !dp_keys_source_) dp_keys_source_ = kind_size;
+    if (task.stage == 0 && !task.expert_dp && dp_keys_source_ == kind_size && dp_keys_.size() < 200000) {
+      if (dp_keys_.empty()) {
+        std::size_t flows = 0;
+        for (const auto& ph : plan.phases) flows += ph.flows.size();
+        dp_keys_.reserve(std::min<std::size_t>(200000, flows * static_cast<std::size_t>(placement_.tp() * placement_.cp())));
+      }
+      for (const auto& ph : plan.phases)
+        for (const auto& f : ph.flows) dp_keys_.push_back({f.src_gpu, f.dst_gpu, f.queue_pair});
+    }
+    ScaledPlan scaled{runner_->prepare(plan), 1.0};
+    if (group >= bases.size()) {
+      CollectivePlan header = plan;
+      header.phases.clear();
+      bases.push_back({std::move(req), std::move(header), scaled.prepared});
+    }
+    plans.push_back(std::move(scaled));
+    ++group;
   }
   return plan_cache_.emplace(key, std::move(plans)).first->second;
 }
 
-// The step's first DP lowering, shifted onto the request's GPUs and resized to its op and size;
-// lowered afresh where that does not hold.
-CollectivePlan DesExecutor::lower_dp(const CollectiveRequest& req) {
-  if (first_dp_) {
-    const auto& [base_req, base_plan] = *first_dp_;
+// The step's first DP (or expert-DP) lowering, shifted onto the request's GPUs and resized to
+// its op and size; lowered afresh where that does not hold.
+CollectivePlan DesExecutor::lower_dp(const CollectiveRequest& req, bool expert_dp) {
+  auto& first = first_dp_[expert_dp ? 1 : 0];
+  if (first) {
+    const auto& [base_req, base_plan] = *first;
     if (auto moved = resized_plan(base_plan, base_req, req, fabric_.cluster(), nccl_)) return std::move(*moved);
   }
   CollectivePlan plan = lower_collective(req, fabric_.cluster(), nccl_);
-  if (!first_dp_) first_dp_.emplace(req, plan);
+  if (!first) first.emplace(req, plan);
   return plan;
 }
 

@@ -114,7 +114,10 @@ class DesExecutor {
     std::shared_ptr<const CollectiveRunner::Prepared> prepared;
   };
   const std::vector<ScaledPlan>& collective_plans(TaskIndex t);
-  CollectivePlan lower_dp(const CollectiveRequest& req);
+  CollectivePlan lower_dp(const CollectiveRequest& req, bool expert_dp);
+  // The GPUs of each group a DP collective of `stage` runs on: one DP group per TP / CP rank,
+  // or one expert-DP group per ETP / EP rank.
+  std::vector<std::vector<int>> dp_groups(int stage, bool expert_dp) const;
   void sample_links();
   void report_progress();
 
@@ -140,10 +143,11 @@ class DesExecutor {
   std::vector<int> dp_active_;                        // [replica * stages + stage]
   std::vector<RunningCompute> running_;               // [replica * stages + stage]
   std::map<std::tuple<int, int, std::int64_t>, std::vector<FlowTemplate>> transfer_cache_;
-  std::map<std::tuple<int, int, double>, std::vector<ScaledPlan>> plan_cache_;  // (stage, kind, bytes)
-  std::map<int, std::vector<GroupBase>> group_bases_;                               // per stage
-  // The first DP collective lowered: the others are shifts of it, resized (lower_dp).
-  std::optional<std::pair<CollectiveRequest, CollectivePlan>> first_dp_;
+  // (stage, kind, bytes, expert-DP)
+  std::map<std::tuple<int, int, double, bool>, std::vector<ScaledPlan>> plan_cache_;
+  std::map<std::pair<int, bool>, std::vector<GroupBase>> group_bases_;  // per (stage, expert-DP)
+  // The first DP (and expert-DP) collective lowered: the others are shifts of it, resized (lower_dp).
+  std::optional<std::pair<CollectiveRequest, CollectivePlan>> first_dp_[2];
   std::vector<char> pipeline_gpu_;  // folded runs: GPUs whose ports carry pipeline transfers
   std::vector<FlowKey> dp_keys_;
   std::optional<std::tuple<int, double>> dp_keys_source_;  // the (kind, bytes) dp_keys_ come from

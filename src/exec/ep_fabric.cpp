@@ -15,6 +15,7 @@
 #include "megasim/model/params.hpp"
 #include "megasim/net/flow_network.hpp"
 #include "megasim/net/router.hpp"
+#include "megasim/plan/expert_grid.hpp"
 #include "megasim/plan/placement.hpp"
 #include "megasim/sim/engine.hpp"
 
@@ -24,29 +25,6 @@ namespace {
 
 // Large enough that picosecond rounding and the phase latency are negligible against it.
 constexpr double kReferenceBytes = 64.0 * 1024 * 1024;
-
-// The EP groups of pipeline stage 0 in Megatron-Core's expert grid: inside a stage the GPUs in
-// rank order are indexed tp + TP x (cp + CP x dp), and the expert grid reads the same index as
-// etp + ETP x (ep + EP x edp) (Megatron's default order; under pp-first placement Megatron
-// requires the expert and dense pipeline groups to match, which this reading also assumes).
-std::vector<std::vector<int>> stage_ep_groups(const JobSpec& job) {
-  const Placement placement(job.parallel, job.cluster);
-  const std::int64_t tp = placement.tp(), cp = placement.cp();
-  const std::int64_t per_stage = tp * cp * placement.dp();
-  const std::int64_t etp = expert_tensor_parallel_size(job);
-  const std::int64_t ep = std::max(1, job.parallel.expert_model_parallel_size);
-  const auto gpu_at = [&](std::int64_t index) {
-    return placement.gpu_of({static_cast<int>(index % tp), static_cast<int>((index / tp) % cp), index / (tp * cp), 0});
-  };
-  std::vector<std::vector<int>> groups;
-  for (std::int64_t edp = 0; edp < per_stage / (etp * ep); ++edp)
-    for (std::int64_t e = 0; e < etp; ++e) {
-      std::vector<int> g;
-      for (std::int64_t r = 0; r < ep; ++r) g.push_back(gpu_at(e + etp * (r + ep * edp)));
-      groups.push_back(std::move(g));
-    }
-  return groups;
-}
 
 // Sends one exchange of one group makes: NCCL's all-to-all one per pair; DeepEP's flex, per
 // source, one per rank (NVLink copies and fan-outs) and one RDMA copy per remote domain; the
@@ -109,7 +87,7 @@ void add_flex_sends(const JobSpec& job, const std::vector<int>& g, const std::ve
 
 EpExchangeOnFabric::EpExchangeOnFabric(const JobSpec& job, const Fabric& fabric, const NcclModel& nccl)
     : job_(job), fabric_(fabric), nccl_(nccl), load_(expert_load(job)) {
-  groups_ = stage_ep_groups(job);
+  groups_ = expert_parallel_groups(Placement(job.parallel, job.cluster), job, 0);
   stage_groups_ = groups_.size();
   const std::size_t ep = groups_.empty() ? 0 : groups_.front().size();
   if (!groups_.empty()) shape_ = shape_of(groups_.front(), job.cluster);  // nodes: NVLink domains

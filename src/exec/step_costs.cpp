@@ -81,14 +81,9 @@ void add_dp_costs(const Context& ctx, StepCosts& c) {
       c.dp_gather_time_s += (par.zero_stage == 3 ? 2.0 : 1.0) *
                             collective_time_s(CollOp::AllGather, param_bytes, edp_group, job.cluster, ctx.nccl);
     }
-    // The event engine moves the DP bytes as flows over the DP group: add the expert bytes
-    // scaled so each rank sends what it sends in its expert-DP group ((n - 1) / n of the buffer).
-    if (dp > 1) {
-      const double scale = (static_cast<double>(edp - 1) / static_cast<double>(edp)) /
-                           (static_cast<double>(dp - 1) / static_cast<double>(dp));
-      c.dp_grad_reduce_bytes += grad_bytes * scale;
-      c.dp_param_gather_bytes += param_bytes * scale;
-    }
+    // The event engine runs these as collectives of their own on the expert-DP groups.
+    c.edp_grad_reduce_bytes = grad_bytes;
+    c.edp_param_gather_bytes = param_bytes;
   }
   c.dp_overlap_compute_slowdown = ctx.overlap_slowdown;
 }

@@ -35,6 +35,7 @@ std::string StepGraph::describe(TaskIndex t) const {
   if (k.chunk >= 0) s += " chunk " + std::to_string(k.chunk);
   if (k.micro_batch >= 0) s += " mb " + std::to_string(k.micro_batch);
   if (k.buckets > 1) s += " bucket " + std::to_string(k.bucket + 1) + "/" + std::to_string(k.buckets);
+  if (k.expert_dp) s += " experts";
   return s;
 }
 
@@ -218,6 +219,22 @@ class Builder {
     return id;
   }
 
+  // One DP collective's pair: the dense bytes over the DP groups (when DP > 1) and the routed
+  // experts' over the expert-DP groups (when there are any), the latter next on the DP stream.
+  // The scale applies to both (a chunk's share of a bucket).
+  std::vector<TaskIndex> add_dp_pair(int s, TaskKind kind, double dense_bytes, double expert_bytes, int chunk_id,
+                                     std::int64_t mb, double key) {
+    std::vector<TaskIndex> out;
+    if (c_.dp > 1) out.push_back(add_collective(s, kind, dense_bytes, chunk_id, mb, key));
+    if (expert_bytes > 0) {
+      const TaskIndex e = add_collective(s, kind, expert_bytes, chunk_id, mb, key);
+      g_.tasks[e].expert_dp = true;
+      out.push_back(e);
+    }
+    return out;
+  }
+  bool has_dp_collectives() const { return c_.dp > 1 || c_.edp_grad_reduce_bytes > 0; }
+
   TaskIndex last_backward(int s, int c) const {
     TaskIndex best = 0;
     std::size_t pos = 0;
@@ -289,8 +306,10 @@ class Builder {
     auto& ready = grads_ready_;
     const double grad = c_.dp_grad_reduce_bytes;
     const double param = c_.dp_param_gather_bytes;
+    const double egrad = c_.edp_grad_reduce_bytes;
+    const double eparam = c_.edp_param_gather_bytes;
     const TaskIndex load = order(s).front();
-    if (c_.dp <= 1) {
+    if (!has_dp_collectives()) {
       ready.push_back(order(s).back());
       return;
     }
@@ -329,23 +348,27 @@ class Builder {
         // One reduction per bucket, each released by the piece of the chunk's (last) backward
         // that produces its gradients (one piece, the whole pass, per chunk by default).
         const double n = static_cast<double>(pieces.size());
+        const double share = c_.dp_share(s, c) / n;
         for (const TaskIndex piece : pieces) {
           const double key = pos.at(piece) + 0.5;
-          const TaskIndex r = add_collective(s, reduce, grad * c_.dp_share(s, c) / n, c, -1, key);
-          same_bucket(r, piece);
-          g_.tasks[r].deps.push_back(piece);
-          ready.push_back(r);
-          if (key > last_key) {
-            last_key = key;
-            last_reduce = r;
+          for (const TaskIndex r : add_dp_pair(s, reduce, grad * share, egrad * share, c, -1, key)) {
+            same_bucket(r, piece);
+            g_.tasks[r].deps.push_back(piece);
+            ready.push_back(r);
+            if (key > last_key || (key == last_key && !g_.tasks[r].expert_dp)) {
+              last_key = key;
+              last_reduce = r;
+            }
           }
         }
       }
     } else {
       const TaskIndex last = order(s).back();
-      last_reduce = add_collective(s, reduce, grad, -1, -1, pos.at(last));
-      g_.tasks[last_reduce].deps.push_back(last);
-      ready.push_back(last_reduce);
+      for (const TaskIndex r : add_dp_pair(s, reduce, grad, egrad, -1, -1, pos.at(last))) {
+        g_.tasks[r].deps.push_back(last);
+        ready.push_back(r);
+        if (!g_.tasks[r].expert_dp || c_.dp <= 1) last_reduce = r;
+      }
     }
     g_.tasks[last_reduce].launch_delay_s = c_.gc_skew_s;
     ready.push_back(order(s).back());
@@ -357,25 +380,27 @@ class Builder {
         const int ck = g_.tasks[ord[i]].chunk;
         const std::int64_t mb = g_.tasks[ord[i]].micro_batch;
         const double key = static_cast<double>(i) - 2.5;
-        const double bytes = param * c_.dp_share(s, ck) / buckets(s, ck);
-        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, bytes, ck, mb, key);
-        same_bucket(ag, ord[i]);
-        g_.tasks[ag].for_pass = g_.tasks[ord[i]].kind;
-        g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
-        g_.tasks[ord[i]].deps.push_back(ag);
+        const double share = c_.dp_share(s, ck) / buckets(s, ck);
+        for (const TaskIndex ag : add_dp_pair(s, TaskKind::DpAllGather, param * share, eparam * share, ck, mb, key)) {
+          same_bucket(ag, ord[i]);
+          g_.tasks[ag].for_pass = g_.tasks[ord[i]].kind;
+          g_.tasks[ag].deps.push_back(i >= 3 ? ord[i - 2] : load);
+          g_.tasks[ord[i]].deps.push_back(ag);
+        }
       }
     } else if (gather_per_chunk) {
       for (int c = 0; c < c_.vpp; ++c) {
         // Gathered in bucket order ahead of the first forward; each piece of that forward
         // waits only for its own bucket.
         const auto& pieces = gather_pieces[static_cast<std::size_t>(c)];
-        const double n = static_cast<double>(pieces.size());
+        const double share = c_.dp_share(s, c) / static_cast<double>(pieces.size());
         for (std::size_t k = 0; k < pieces.size(); ++k) {
-          const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, param * c_.dp_share(s, c) / n, c, -1,
-                                              -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6);
-          same_bucket(ag, pieces[k]);
-          if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
-          g_.tasks[pieces[k]].deps.push_back(ag);
+          const double key = -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6;
+          for (const TaskIndex ag : add_dp_pair(s, TaskKind::DpAllGather, param * share, eparam * share, c, -1, key)) {
+            same_bucket(ag, pieces[k]);
+            if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
+            g_.tasks[pieces[k]].deps.push_back(ag);
+          }
         }
       }
     }
@@ -394,10 +419,12 @@ class Builder {
       StepTask end;
       end.kind = TaskKind::StepEnd;
       end.stage = s;
-      if (c_.dp > 1 && o_.zero_stage >= 1 && o_.zero_stage <= 2 && !o_.dp_overlap) {
-        const TaskIndex ag = add_collective(s, TaskKind::DpAllGather, c_.dp_param_gather_bytes, -1, -1, big);
-        g_.tasks[ag].deps.push_back(oi);
-        end.deps.push_back(ag);
+      if (has_dp_collectives() && o_.zero_stage >= 1 && o_.zero_stage <= 2 && !o_.dp_overlap) {
+        for (const TaskIndex ag :
+             add_dp_pair(s, TaskKind::DpAllGather, c_.dp_param_gather_bytes, c_.edp_param_gather_bytes, -1, -1, big)) {
+          g_.tasks[ag].deps.push_back(oi);
+          end.deps.push_back(ag);
+        }
       }
       order(s).push_back(add(end));
     }

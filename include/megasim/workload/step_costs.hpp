@@ -70,6 +70,11 @@ struct StepCosts {
   // Data parallel (per GPU, whole stage unless noted).
   double dp_grad_reduce_bytes = 0;       // gradient bytes reduced per step (fp32 or 16-bit)
   double dp_param_gather_bytes = 0;      // parameter bytes all-gathered per step (ZeRO >= 1)
+  // The routed experts' share, which Megatron-Core reduces and gathers over the expert
+  // data-parallel group (ETP x EP GPUs apart, its own bucket groups) instead of the DP group;
+  // 0 without experts or with expert DP 1. The analytic times below include both.
+  double edp_grad_reduce_bytes = 0;
+  double edp_param_gather_bytes = 0;
   double dp_reduce_time_s = 0;           // analytic, uncontended (reduce-scatter or all-reduce)
   double dp_gather_time_s = 0;           // analytic, uncontended all-gather
   double dp_overlap_compute_slowdown = 0;  // fraction compute slows while DP comm shares the GPU

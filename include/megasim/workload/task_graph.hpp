@@ -94,6 +94,9 @@ struct StepTask {
   // are met (MegaScale §6.3: uneven Python GC pauses launch the last gradient reduction late).
   double launch_delay_s = 0;
   double bytes = 0;              // PpTransfer: per GPU; collectives: nccl-tests size
+  // DP collectives: over the expert data-parallel groups (the routed experts' gradients and
+  // parameters, StepCosts::edp_*) instead of the DP groups.
+  bool expert_dp = false;
   std::vector<TaskIndex> deps;   // must finish before this task starts (besides stream order)
   double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + other_s + fixed_s; }
 };
