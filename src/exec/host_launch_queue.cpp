@@ -5,12 +5,12 @@
 
 namespace megasim {
 
-double gpu_idle_behind_host_s(const std::vector<LaunchedOp>& ops, double host_s_per_launch) {
-  const double h = host_s_per_launch;
+double gpu_idle_behind_host_s(const std::vector<LaunchedOp>& ops) {
   double host = 0;  // when the host has launched everything so far
   double gpu = 0;   // when the GPU has finished everything so far
   double busy = 0;
   for (const LaunchedOp& op : ops) {
+    const double h = op.host_s_per_launch;
     const int n = std::max(1, op.launches);
     const double start = std::max(gpu, host + h);  // its first kernel launched
     host += n * h;

@@ -11,10 +11,11 @@ namespace megasim {
 struct LaunchedOp {
   double gpu_s = 0;   // the op's time on the GPU (all its kernels)
   int launches = 1;   // host launches it takes
+  double host_s_per_launch = 0;  // host time per launch
 };
 
 // The GPU's idle time over `ops` run in order from a host wait: the finish of the last op
-// minus the sum of the ops' GPU times, with `host_s_per_launch` of host time per launch.
-double gpu_idle_behind_host_s(const std::vector<LaunchedOp>& ops, double host_s_per_launch);
+// minus the sum of the ops' GPU times.
+double gpu_idle_behind_host_s(const std::vector<LaunchedOp>& ops);
 
 }  // namespace megasim

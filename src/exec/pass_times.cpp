@@ -146,6 +146,12 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
   chunked_or_serial_collective(c, p, i, t);
 }
 
+// Host time per launch of one op: the framework's rate, or a plain eager op's for the ops a
+// plain PyTorch loop launches (LayerOp::plain_torch_launches).
+double op_host_s_per_launch(const Context& c, const LayerOp& op, double framework_s_per_launch) {
+  return op.plain_torch_launches ? c.hw.host_dispatch_s : framework_s_per_launch;
+}
+
 // A pass whose host blocks at ops[s] until the GPU is idle (LayerOp::host_waits_for_gpu): the
 // stretch between two waits is this pass's ops from the wait to its end and the next layer's up
 // to its wait - in steady state this pass rotated to start at ops[s] - launched at
@@ -159,12 +165,12 @@ double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const
     const std::size_t i = (s + n) % ops.size();
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
-      run.push_back({chunked_collective_s(c, op, chunks), collective_pieces(op, chunks)});
+      run.push_back({chunked_collective_s(c, op, chunks), collective_pieces(op, chunks), host_s_per_launch});
     } else {
-      run.push_back({op_s[i], op_launches(op, chunks)});
+      run.push_back({op_s[i], op_launches(op, chunks), op_host_s_per_launch(c, op, host_s_per_launch)});
     }
   }
-  return gpu_idle_behind_host_s(run, host_s_per_launch);
+  return gpu_idle_behind_host_s(run);
 }
 
 }  // namespace
@@ -179,6 +185,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     if (!is_communication(ops[i].kind)) op_s[i] = compute_op_time_s(c, ops[i], chunks);
   }
   const PassState state{ops, op_s, chunks};
+  double host_launch_s = 0;  // the host's time to launch the pass's compute kernels
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
@@ -187,6 +194,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     }
     t.compute_s += op_s[i];
     t.kernels += op_launches(op, chunks);
+    host_launch_s += op_launches(op, chunks) * op_host_s_per_launch(c, op, host_s_per_launch);
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
   }
@@ -196,7 +204,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   // for the GPU mid-pass it cannot run ahead: the GPU also idles after the wait. The queue counts
   // the pass's collectives at their serial time; where overlap later hides them, the host still
   // had to launch everything, so the rate bound stays a floor.
-  const double rate_bound_s = t.kernels * host_s_per_launch;
+  const double rate_bound_s = host_launch_s;
   const auto wait = std::find_if(ops.begin(), ops.end(), [](const LayerOp& op) { return op.host_waits_for_gpu; });
   if (wait != ops.end()) {
     t.host_wait_s = host_wait_idle_s(c, ops, op_s, static_cast<std::size_t>(wait - ops.begin()), chunks,

@@ -126,6 +126,32 @@ bool host_syncs_before_dispatch(const JobSpec& job) {
   return !job.training.moe_pad_expert_input_to_capacity;
 }
 
+// Megatron-Core adds the experts' FC2 bias (add_bias_linear, GPT-OSS) outside the grouped
+// GEMM, because each copy's bias is scaled by its routing probability: TEGroupedMLP._apply_bias
+// splits the output by local expert and runs `t + b * p` per expert, then concatenates
+// (megatron/core/transformer/moe/experts.py). Per expert forward: the product (one write) and
+// the sum (two reads, one write), then one copy for the concatenation; backward, autograd's
+// b * p gives (g * p).sum(0) and (g * b).sum(-1): two products and two reductions per expert
+// over the rows, and one concatenation of the probability gradients. FC1's bias rides in the
+// GEMM's epilogue (TE GroupedLinear), free. Measured on a lent H100 with that code at GPT-OSS's
+// EP 8 shapes (tools/measure/expert_bias_apply.py, bench/data/h100-expert-bias-apply.json): 33
+// launches forward and 100 backward (6 per expert and 4), both bound by the host at 15 and 19 us
+// a launch (0.42 / 1.60 ms at 1,024 rows an expert, 0.50 / 1.87 ms at 16): a plain PyTorch
+// loop's rate, not Megatron-Core's per-launch factor.
+void add_expert_fc2_bias_fwd(std::vector<LayerOp>& ops, const Dims& x, const MoeDims& d) {
+  if (!x.bias) return;
+  const double rows_h = dd(d.rows_total) * dd(x.h) * x.e;
+  ops.push_back(mem("expert_fc2_bias", OpKind::Elementwise, 6.0 * rows_h, 2 * static_cast<int>(d.local_experts) + 1));
+  ops.back().plain_torch_launches = true;
+}
+void add_expert_fc2_bias_bwd(std::vector<LayerOp>& ops, const Dims& x, const MoeDims& d) {
+  if (!x.bias) return;
+  const double rows_h = dd(d.rows_total) * dd(x.h) * x.e;
+  ops.push_back(
+      mem("expert_fc2_bias_bwd", OpKind::Elementwise, 6.0 * rows_h, 6 * static_cast<int>(d.local_experts) + 4));
+  ops.back().plain_torch_launches = true;
+}
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -158,6 +184,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   add_moe_activation(ops, job, x);
   add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
+  add_expert_fc2_bias_fwd(ops, x, d);
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
@@ -173,6 +200,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  add_expert_fc2_bias_bwd(ops, x, d);
   add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));

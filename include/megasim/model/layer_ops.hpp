@@ -75,6 +75,10 @@ struct LayerOp {
   // The host blocks before launching this op until the GPU has run everything before it
   // (dropless MoE: the dispatch needs the token counts on the host). Pass timing: pass_times.cpp.
   bool host_waits_for_gpu = false;
+  // Launched by a plain PyTorch loop outside the framework's module code: each launch costs the
+  // host a plain eager op's time (host_dispatch_s), not that times the framework's per-launch
+  // factor (system.host_launch_factor_*, measured on whole Megatron-Core layers).
+  bool plain_torch_launches = false;
 };
 
 // What makes one layer's kernels differ from another's: an MoE block or a dense MLP, and

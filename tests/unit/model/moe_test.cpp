@@ -265,6 +265,33 @@ const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name
   return *it;
 }
 
+// Megatron-Core adds a biased expert FC2's bias outside the grouped GEMM, one local expert at a
+// time (TEGroupedMLP._apply_bias: t + b * p, then a concatenation): GPT-OSS at EP 8 (16 local
+// experts) launches 2 x 16 + 1 kernels forward and 6 x 16 + 4 backward (as measured,
+// bench/data/h100-expert-bias-apply.json), 6 passes over the expert rows each way, at a plain
+// PyTorch loop's host rate. Experts without biases (Qwen3) have no such op.
+TEST(Moe, BiasedExpertsAddTheirFc2BiasPerExpert) {
+  auto j = moe_job("gpt-oss-120b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  const LayerKind moe{true, false};
+  const JobSpec job = test::parse(j);
+  const auto fwd = layer_forward_ops(job, moe);
+  const auto bwd = layer_backward_ops(job, moe);
+  const LayerOp& bias = op_named(fwd, "expert_fc2_bias");
+  EXPECT_EQ(bias.kernels, 33);
+  EXPECT_EQ(op_named(bwd, "expert_fc2_bias_bwd").kernels, 100);
+  EXPECT_TRUE(bias.plain_torch_launches);
+  const LayerOp& fc2 = op_named(fwd, "expert_fc2");
+  std::int64_t rows = 0;
+  for (const std::int64_t r : fc2.expert_rows) rows += r;
+  EXPECT_DOUBLE_EQ(bias.bytes, 6.0 * static_cast<double>(rows) * 2880.0 * 2.0);
+  auto qwen = moe_job("qwen3-30b-a3b");
+  qwen["parallel"]["expert_model_parallel_size"] = 8;
+  const auto unbiased = layer_forward_ops(test::parse(qwen), moe);
+  EXPECT_TRUE(std::none_of(unbiased.begin(), unbiased.end(),
+                           [](const LayerOp& op) { return op.name == "expert_fc2_bias"; }));
+}
+
 // Transformer Engine v2.9's launches: GroupedLinear runs one cuBLAS GEMM per local expert;
 // split_quantize fuses the experts' casts into one kernel under delayed scaling only; current
 // scaling (tensorwise) makes four launches per tensor (zero amax, amax, scale, cast) and reads the
