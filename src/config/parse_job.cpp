@@ -45,6 +45,9 @@ constexpr std::array<EnumName<OptimizerImpl>, 4> kOptimizerImpls{{{"fused", Opti
                                                                  {"foreach", OptimizerImpl::Foreach},
                                                                  {"for-loop", OptimizerImpl::ForLoop},
                                                                  {"decoupled-adamw", OptimizerImpl::DecoupledAdamw}}};
+constexpr std::array<EnumName<CrossEntropyImpl>, 3> kCrossEntropyImpls{{{"fused", CrossEntropyImpl::Fused},
+                                                                        {"unfused", CrossEntropyImpl::Unfused},
+                                                                        {"xentropy", CrossEntropyImpl::Xentropy}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
                                                               {"allgather", MoeDispatcher::AllGather},
                                                               {"flex", MoeDispatcher::Flex}}};
@@ -105,6 +108,8 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   s.fsdp_staging = r.enum_opt("fsdp_staging", kFsdpStagings).value_or(s.fsdp_staging);
   s.optimizer_implementation =
       r.enum_opt("optimizer_implementation", kOptimizerImpls).value_or(s.optimizer_implementation);
+  s.cross_entropy_implementation =
+      r.enum_opt("cross_entropy_implementation", kCrossEntropyImpls).value_or(s.cross_entropy_implementation);
   if (const auto k = r.enum_opt("attention_kernel", kAttentionKernels)) {
     attention_auto = !k->has_value();
     if (k->has_value()) s.attention_kernel = **k;

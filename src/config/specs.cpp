@@ -156,6 +156,15 @@ const char* to_string(OptimizerImpl v) {
   return "?";
 }
 
+const char* to_string(CrossEntropyImpl v) {
+  switch (v) {
+    case CrossEntropyImpl::Fused: return "fused";
+    case CrossEntropyImpl::Unfused: return "unfused";
+    case CrossEntropyImpl::Xentropy: return "xentropy";
+  }
+  return "?";
+}
+
 CommInitStore parse_comm_init_store(const std::string& text, const std::string& path) {
   // The names are to_string's, so the job parser, validate's rows and the output agree.
   for (const CommInitStore v : {CommInitStore::TcpStore, CommInitStore::Redis})

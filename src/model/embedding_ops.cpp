@@ -10,6 +10,37 @@ namespace megasim {
 
 using namespace model_detail;
 
+namespace {
+
+// The loss's time per logit, as bytes at the elementwise rate (hw memory.elementwise_bw_fraction),
+// and its launches. Megatron's two paths measured on a lent H100 with Megatron-Core's own code
+// (tools/measure/mcore_cross_entropy.py, bench/data/h100-mcore-cross-entropy.json; vocabularies
+// 50,304-201,088 at 4,096 and 8,192 tokens, the spread +-2 B but for one 4 B outlier): fused
+// 28.7-35.2 B forward, 18.7-22.3 backward; unfused 40.5-41.7 and 19.3-19.8. Not bandwidth alone:
+// the FP32 upcast, row reductions 50-200 k wide and the in-place softmax. xentropy (one kernel each
+// way) is derived from its reads and writes, not measured: forward reads the 16-bit logits
+// twice (max, then the exp-sum), backward reads them and writes their gradient. Launches are
+// counted from the code (fused: three compiled helpers and two all-reduces forward, one
+// compiled helper backward; unfused: each PyTorch op), not profiled; they matter only where
+// the host bounds the pass, which a loss over tens of millions of logits never is.
+struct CrossEntropyCost {
+  double forward_bytes_per_logit;
+  int forward_kernels;
+  double backward_bytes_per_logit;
+  int backward_kernels;
+};
+
+CrossEntropyCost cross_entropy_cost(CrossEntropyImpl impl) {
+  switch (impl) {
+    case CrossEntropyImpl::Fused: return {30.0, 5, 22.0, 1};
+    case CrossEntropyImpl::Unfused: return {41.0, 20, 19.5, 5};
+    case CrossEntropyImpl::Xentropy: return {4.0, 1, 4.0, 1};
+  }
+  return {30.0, 5, 22.0, 1};
+}
+
+}  // namespace
+
 std::vector<LayerOp> embedding_forward_ops(const JobSpec& job) {
   const Dims x = dims(job);
   std::vector<LayerOp> ops;
@@ -41,18 +72,19 @@ std::vector<LayerOp> lm_head_forward_ops(const JobSpec& job) {
   ops.push_back(norm_fwd(x, "final_norm"));
   add_ag(ops, x, "tp_all_gather_head", false);
   ops.push_back(gemm("lm_head", x.tokens, x.vocab_local, x.h, x.e, false));
-  // Vocab-parallel cross-entropy: fp32 cast, max, exp-sum, loss over T x V/t logits (3 passes
-  // over 4-byte logits + the bf16 read); the max/sum all-reduces carry only T floats.
+  // The loss over the T x V/t logits (the max / sum all-reduces carry only T floats).
+  const CrossEntropyCost ce = cross_entropy_cost(job.system.cross_entropy_implementation);
   const double logits = dd(x.tokens) * dd(x.vocab_local);
-  ops.push_back(mem("cross_entropy", OpKind::Elementwise, logits * (x.e + 3.0 * 4.0), 3));
+  ops.push_back(mem("cross_entropy", OpKind::Elementwise, logits * ce.forward_bytes_per_logit, ce.forward_kernels));
   return ops;
 }
 
 std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job) {
   const Dims x = dims(job);
   std::vector<LayerOp> ops;
+  const CrossEntropyCost ce = cross_entropy_cost(job.system.cross_entropy_implementation);
   const double logits = dd(x.tokens) * dd(x.vocab_local);
-  ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * (4.0 + x.e), 1));
+  ops.push_back(mem("cross_entropy_bwd", OpKind::Elementwise, logits * ce.backward_bytes_per_logit, ce.backward_kernels));
   const std::size_t head = add_gemm_bwd(ops, x, "lm_head", x.vocab_local, x.h, false, false);  // 16-bit even under fp8
   add_col_bwd_comm(ops, x, "head", false, {head}, x.e);
   ops.push_back(norm_bwd(x, "final_norm_bwd"));

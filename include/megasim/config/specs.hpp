@@ -29,6 +29,7 @@ enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };  // attent
 enum class CommInitStore { TcpStore, Redis };                         // comm_init_store
 enum class FsdpStaging { None, Fsdp1, Fsdp2 };                        // fsdp_staging
 enum class OptimizerImpl { Fused, Foreach, ForLoop, DecoupledAdamw };  // optimizer_implementation
+enum class CrossEntropyImpl { Fused, Unfused, Xentropy };  // cross_entropy_implementation
 
 // Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
 struct MoeSpec {
@@ -249,6 +250,11 @@ struct SystemSpec {
   // foreach or for-loop AdamW (one pass over the shard per arithmetic step), or Composer's
   // DecoupledAdamW loop.
   OptimizerImpl optimizer_implementation = OptimizerImpl::Fused;
+  // How the loss runs over the logits on the last stage (model/embedding_ops.cpp): Megatron-
+  // Core's fused vocab-parallel cross-entropy (cross_entropy_loss_fusion, compiled helpers),
+  // Megatron's unfused one (separate PyTorch ops; torch's cross_entropy on FP32 logits alike),
+  // or one fused kernel each way (apex / flash-attn xentropy, llm-foundry's fused_crossentropy).
+  CrossEntropyImpl cross_entropy_implementation = CrossEntropyImpl::Fused;
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
   AttentionKernel attention_kernel = AttentionKernel::FlashV1;
@@ -317,6 +323,7 @@ const char* to_string(AttentionKernel v);
 const char* to_string(CommInitStore v);
 const char* to_string(FsdpStaging v);
 const char* to_string(OptimizerImpl v);
+const char* to_string(CrossEntropyImpl v);
 // The store a config names ("tcpstore", "redis"); InputError(path, ...) otherwise.
 CommInitStore parse_comm_init_store(const std::string& text, const std::string& path);
 

@@ -502,3 +502,36 @@ TEST(StageLayout, EvenAndUnevenSplitsUnchanged) {
 
 }  // namespace
 }  // namespace megasim
+
+namespace megasim {
+namespace {
+
+const LayerOp& loss_op(const std::vector<LayerOp>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return op;
+  throw std::runtime_error("no op " + name);
+}
+
+// The loss over the logits, per system.cross_entropy_implementation: Megatron-Core's fused and
+// Megatron's unfused paths as measured on the lent H100 (bench/data/h100-mcore-cross-entropy.json:
+// 30 / 22 and 41 / 19.5 bytes a logit at the elementwise rate), one xentropy kernel each way
+// 4 / 4. The fixture's 175B at TP 8: 2,048 tokens x 64,512 / 8 logits a GPU (64,000 padded
+// to a multiple of 128 x TP, as Megatron pads it).
+TEST(Model, CrossEntropyImplementationSetsTheLossPasses) {
+  JobSpec j = testing::gpt175b_megascale();
+  const double logits = 2048.0 * (64512.0 / 8);
+  const auto bytes = [&](CrossEntropyImpl impl) {
+    j.system.cross_entropy_implementation = impl;
+    return std::pair{loss_op(lm_head_forward_ops(j), "cross_entropy").bytes,
+                     loss_op(lm_head_backward_ops(j), "cross_entropy_bwd").bytes};
+  };
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Fused).first, 30.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Fused).second, 22.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Unfused).first, 41.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Unfused).second, 19.5 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Xentropy).first, 4.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Xentropy).second, 4.0 * logits);
+}
+
+}  // namespace
+}  // namespace megasim
