@@ -34,6 +34,8 @@ import time
 
 import torch
 
+from gemm_attention_h200 import count_cuda_kernels
+
 WARM, REPS = 3, 11
 
 
@@ -50,15 +52,6 @@ def cuda_time(fn):
         torch.cuda.synchronize()
         samples.append(a.elapsed_time(b) * 1e-3)
     return statistics.median(samples)
-
-
-def count_kernels(fn):
-    """CUDA kernels (and memcpys) that fn() launches, counted with torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
 def main():
@@ -102,7 +95,7 @@ def main():
 
                 f = cuda_time(fwd)
                 fb = cuda_time(fwd_bwd)
-                kf, kfb = count_kernels(fwd), count_kernels(fwd_bwd)
+                kf, kfb = count_cuda_kernels(fwd), count_cuda_kernels(fwd_bwd)
                 row[name] = {"forward_s": f, "backward_s": fb - f,
                              "kernels_forward": kf, "kernels_backward": kfb - kf,
                              "forward_bytes_per_logit": f * copy_Bps / n,
