@@ -14,15 +14,14 @@ namespace {
 
 // The loss's time per logit, as bytes at the elementwise rate (hw memory.elementwise_bw_fraction),
 // and its launches. Megatron's two paths measured on a lent H100 with Megatron-Core's own code
-// (tools/measure/mcore_cross_entropy.py, bench/data/h100-mcore-cross-entropy.json; vocabularies
-// 50,304-201,088 at 4,096 and 8,192 tokens, the spread +-2 B but for one 4 B outlier): fused
-// 28.7-35.2 B forward, 18.7-22.3 backward; unfused 40.5-41.7 and 19.3-19.8. Not bandwidth alone:
-// the FP32 upcast, row reductions 50-200 k wide and the in-place softmax. xentropy (one kernel each
-// way) is derived from its reads and writes, not measured: forward reads the 16-bit logits
-// twice (max, then the exp-sum), backward reads them and writes their gradient. Launches are
-// counted from the code (fused: three compiled helpers and two all-reduces forward, one
-// compiled helper backward; unfused: each PyTorch op), not profiled; they matter only where
-// the host bounds the pass, which a loss over tens of millions of logits never is.
+// (tools/measure/mcore_cross_entropy.py; bench/data/h100-mcore-cross-entropy.json and its -run2,
+// which also counts kernels; vocabularies 50,304-201,088 at 4,096 and 8,192 tokens, the runs
+// within 1 B of each other): fused 28.7-35.2 B forward, 18.1-22.4 backward, 6 / 6 kernels;
+// unfused 40.5-41.7 and 19.3-19.8, 18 / 11 kernels (24-36 / 13-18 above 500 M logits). Not
+// bandwidth alone: the FP32 upcast, row reductions 50-200 k wide and the in-place softmax.
+// xentropy (one kernel each way) is derived from its reads and writes, not measured: forward
+// reads the 16-bit logits twice (max, then the exp-sum), backward reads them and writes their
+// gradient.
 struct CrossEntropyCost {
   double forward_bytes_per_logit;
   int forward_kernels;
@@ -32,11 +31,11 @@ struct CrossEntropyCost {
 
 CrossEntropyCost cross_entropy_cost(CrossEntropyImpl impl) {
   switch (impl) {
-    case CrossEntropyImpl::Fused: return {30.0, 5, 22.0, 1};
-    case CrossEntropyImpl::Unfused: return {41.0, 20, 19.5, 5};
+    case CrossEntropyImpl::Fused: return {30.0, 6, 22.0, 6};
+    case CrossEntropyImpl::Unfused: return {41.0, 18, 19.5, 11};
     case CrossEntropyImpl::Xentropy: return {4.0, 1, 4.0, 1};
   }
-  return {30.0, 5, 22.0, 1};
+  return {30.0, 6, 22.0, 6};
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ bytes-equivalent passes at the measured copy rate of a
 same-size 4-byte tensor (clone of an FP32 tensor of the logits' size: read 4 + write 4 bytes).
     python3 tools/measure/mcore_cross_entropy.py --mcore build-mcore --out bench/data/h100-mcore-cross-entropy.json
 
-STATUS: run on a lent H100 80GB HBM3 (torch 2.11 / CUDA 13), 2026-12-06:
-bench/data/h100-mcore-cross-entropy.json, before the kernel counts were added to the script (the
-device was not lent again that session).
+STATUS: run twice on lent H100 80GB HBM3 hosts (torch 2.11 / CUDA 13), 2026-12-06:
+bench/data/h100-mcore-cross-entropy.json (before the kernel counts were added to the script) and
+bench/data/h100-mcore-cross-entropy-run2.json (with them); the two agree within 1 B a logit.
 """
 import argparse
 import os
