@@ -115,9 +115,7 @@ DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
   const double reductions_left_s = std::max(0.0, earlier_reductions_s - after_warmup_busy_s);
   DpTime t{reductions_s + c.dp_gather_time_s, 0.0};
   const int n = first.chunk->dp_buckets;
-  // Routed experts reduce over the expert-DP group even where DP is 1.
-  const bool dp_comm = c.dp > 1 || c.edp_grad_reduce_bytes > 0;
-  if (job.parallel.zero_stage == 3 && dp_comm) {
+  if (job.parallel.zero_stage == 3 && c.has_dp_collectives()) {
     // ZeRO-3 / FSDP re-gathers every chunk's parameters before each forward and backward
     // pass of every micro-batch (2m full gathers per step), prefetched ahead of the pass: the
     // gathers hide behind compute while they take less time than it, except the first one;
@@ -130,7 +128,7 @@ DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
                   one_gather_s * first.share / n +
                   bucketed_exposed_s(c.dp_reduce_time_s * first.share, first.chunk->bwd_s(), n);
     t.hidden_s = gathers_s + reductions_s - t.exposed_s;
-  } else if ((sys.dp_overlap || every_mb) && dp_comm) {
+  } else if ((sys.dp_overlap || every_mb) && c.has_dp_collectives()) {
     // Reductions overlapped with the backward (by chunk or bucket, and every micro-batch when
     // so reduced): what the stream cannot hide, then the last one's tail. The parameters are
     // gathered once a step: overlapped before each chunk's first forward with dp_overlap

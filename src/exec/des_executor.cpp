@@ -241,11 +241,6 @@ void DesExecutor::start_transfer(int r, TaskIndex t) {
   if (count == 0) engine_.schedule_after(SimTime::from_ps(0), [this, r, t] { finish(r, t); });
 }
 
-// One plan per DP group of the stage (one per TP/CP rank), routed and split into simulated and
-// isolated edges once per group: the stage's other DP collectives (the buckets, reduce-scatter
-// and all-gather) run the group's first prepared plan scaled (size_scale) wherever NCCL's model
-// lowers them alike. Lowered once: every other plan is a shift (shifted_plan) of the first
-// lowering, resized (resized_plan) to its op and size.
 std::vector<std::vector<int>> DesExecutor::dp_groups(int stage, bool expert_dp) const {
   if (expert_dp) return expert_data_parallel_groups(placement_, job_, stage);
   std::vector<std::vector<int>> groups;
@@ -259,6 +254,11 @@ std::vector<std::vector<int>> DesExecutor::dp_groups(int stage, bool expert_dp) 
   return groups;
 }
 
+// One plan per DP group of the stage (one per TP/CP rank; expert-DP: one per ETP/EP rank),
+// routed and split into simulated and isolated edges once per group: the stage's other DP
+// collectives (the buckets, reduce-scatter and all-gather) run the group's first prepared plan
+// scaled (size_scale) wherever NCCL's model lowers them alike. Lowered once: every other plan
+// is a shift (shifted_plan) of the first lowering, resized (resized_plan) to its op and size.
 const std::vector<DesExecutor::ScaledPlan>& DesExecutor::collective_plans(TaskIndex t) {
   const StepTask& task = graph_.tasks[t];
   const auto key = std::make_tuple(task.stage, static_cast<int>(task.kind), task.bytes, task.expert_dp);

@@ -220,8 +220,8 @@ class Builder {
   }
 
   // One DP collective's pair: the dense bytes over the DP groups (when DP > 1) and the routed
-  // experts' over the expert-DP groups (when there are any), the latter next on the DP stream.
-  // The scale applies to both (a chunk's share of a bucket).
+  // experts' over the expert-DP groups (when there are any), the latter next on the DP stream;
+  // the dense one first in the result when there is one.
   std::vector<TaskIndex> add_dp_pair(int s, TaskKind kind, double dense_bytes, double expert_bytes, int chunk_id,
                                      std::int64_t mb, double key) {
     std::vector<TaskIndex> out;
@@ -233,7 +233,6 @@ class Builder {
     }
     return out;
   }
-  bool has_dp_collectives() const { return c_.dp > 1 || c_.edp_grad_reduce_bytes > 0; }
 
   TaskIndex last_backward(int s, int c) const {
     TaskIndex best = 0;
@@ -309,7 +308,7 @@ class Builder {
     const double egrad = c_.edp_grad_reduce_bytes;
     const double eparam = c_.edp_param_gather_bytes;
     const TaskIndex load = order(s).front();
-    if (!has_dp_collectives()) {
+    if (!c_.has_dp_collectives()) {
       ready.push_back(order(s).back());
       return;
     }
@@ -340,7 +339,8 @@ class Builder {
     std::map<TaskIndex, double> pos;  // position on the stage's compute program
     for (std::size_t i = 0; i < order(s).size(); ++i) pos[order(s)[i]] = static_cast<double>(i);
 
-    // The stage's last gradient reduction is the one a late rank holds up (GC skew).
+    // The stage's last gradient reduction is the one a late rank holds up (GC skew): of the last
+    // pair, the first posted (the expert one follows it on the DP stream).
     TaskIndex last_reduce = 0;
     double last_key = -1;
     if (per_chunk) {
@@ -351,24 +351,26 @@ class Builder {
         const double share = c_.dp_share(s, c) / n;
         for (const TaskIndex piece : pieces) {
           const double key = pos.at(piece) + 0.5;
-          for (const TaskIndex r : add_dp_pair(s, reduce, grad * share, egrad * share, c, -1, key)) {
+          const std::vector<TaskIndex> pair = add_dp_pair(s, reduce, grad * share, egrad * share, c, -1, key);
+          for (const TaskIndex r : pair) {
             same_bucket(r, piece);
             g_.tasks[r].deps.push_back(piece);
             ready.push_back(r);
-            if (key > last_key || (key == last_key && !g_.tasks[r].expert_dp)) {
-              last_key = key;
-              last_reduce = r;
-            }
+          }
+          if (key > last_key) {
+            last_key = key;
+            last_reduce = pair.front();
           }
         }
       }
     } else {
       const TaskIndex last = order(s).back();
-      for (const TaskIndex r : add_dp_pair(s, reduce, grad, egrad, -1, -1, pos.at(last))) {
+      const std::vector<TaskIndex> pair = add_dp_pair(s, reduce, grad, egrad, -1, -1, pos.at(last));
+      for (const TaskIndex r : pair) {
         g_.tasks[r].deps.push_back(last);
         ready.push_back(r);
-        if (!g_.tasks[r].expert_dp || c_.dp <= 1) last_reduce = r;
       }
+      last_reduce = pair.front();
     }
     g_.tasks[last_reduce].launch_delay_s = c_.gc_skew_s;
     ready.push_back(order(s).back());
@@ -419,7 +421,7 @@ class Builder {
       StepTask end;
       end.kind = TaskKind::StepEnd;
       end.stage = s;
-      if (has_dp_collectives() && o_.zero_stage >= 1 && o_.zero_stage <= 2 && !o_.dp_overlap) {
+      if (c_.has_dp_collectives() && o_.zero_stage >= 1 && o_.zero_stage <= 2 && !o_.dp_overlap) {
         for (const TaskIndex ag :
              add_dp_pair(s, TaskKind::DpAllGather, c_.dp_param_gather_bytes, c_.edp_param_gather_bytes, -1, -1, big)) {
           g_.tasks[ag].deps.push_back(oi);

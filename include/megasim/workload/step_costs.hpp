@@ -75,6 +75,9 @@ struct StepCosts {
   // 0 without experts or with expert DP 1. The analytic times below include both.
   double edp_grad_reduce_bytes = 0;
   double edp_param_gather_bytes = 0;
+  // Whether the step has any DP collective: dense ones need DP > 1, the experts' run even where
+  // DP is 1 (expert DP > 1 when EP x ETP < TP x CP).
+  bool has_dp_collectives() const { return dp > 1 || edp_grad_reduce_bytes > 0; }
   double dp_reduce_time_s = 0;           // analytic, uncontended (reduce-scatter or all-reduce)
   double dp_gather_time_s = 0;           // analytic, uncontended all-gather
   double dp_overlap_compute_slowdown = 0;  // fraction compute slows while DP comm shares the GPU
