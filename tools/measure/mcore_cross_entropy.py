@@ -54,57 +54,72 @@ def cuda_time(fn):
     return statistics.median(samples)
 
 
+SHAPES = [(vocab, seq) for vocab in (201088, 128256, 50304) for seq in (4096, 8192)]
+
+
+def loss_inputs(vocab, seq):
+    """[seq, 1, vocab] BF16 logits, random targets, and the row's copy rate: a same-size FP32
+    clone (read 4 + write 4 bytes a logit), the unit the loss's time is expressed in."""
+    logits_bf16 = torch.randn(seq, 1, vocab, device="cuda", dtype=torch.bfloat16)
+    target = torch.randint(0, vocab, (seq, 1), device="cuda")
+    fp32 = torch.empty(seq, 1, vocab, device="cuda", dtype=torch.float32)
+    copy_s = cuda_time(lambda: fp32.clone())
+    n = seq * vocab
+    del fp32
+    return logits_bf16, target, {"vocab": vocab, "tokens": seq, "logits": n, "fp32_clone_s": copy_s,
+                                 "copy_rate_Bps": 8.0 * n / copy_s}
+
+
+def init_mcore_tp1(mcore_root):
+    """Megatron-Core from mcore_root on one GPU, TP 1 (a world of one): its TP process group."""
+    sys.path.insert(0, os.path.abspath(mcore_root))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29519")
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    torch.cuda.set_device(0)
+    from megatron.core import parallel_state
+    parallel_state.initialize_model_parallel(1, 1)
+    return parallel_state.get_tensor_model_parallel_group()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     t0 = time.time()
-    sys.path.insert(0, os.path.abspath(args.mcore))
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29519")
-    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
-    torch.cuda.set_device(0)
-    from megatron.core import parallel_state
+    tp_group = init_mcore_tp1(args.mcore)
     from megatron.core.fusions.fused_cross_entropy import fused_vocab_parallel_cross_entropy
     from megatron.core.tensor_parallel.cross_entropy import vocab_parallel_cross_entropy
-    parallel_state.initialize_model_parallel(1, 1)
-    tp_group = parallel_state.get_tensor_model_parallel_group()
     props = torch.cuda.get_device_properties(0)
     res = {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
            "megatron_core": "NVIDIA/Megatron-LM 0d8e0714cd29 (Megatron-Bridge v0.2.0's pin)",
            "warm": WARM, "reps": REPS, "method": __doc__, "rows": []}
-    for vocab in (201088, 128256, 50304):
-        for seq in (4096, 8192):
-            logits_bf16 = torch.randn(seq, 1, vocab, device="cuda", dtype=torch.bfloat16)
-            target = torch.randint(0, vocab, (seq, 1), device="cuda")
-            fp32 = torch.empty(seq, 1, vocab, device="cuda", dtype=torch.float32)
-            copy_s = cuda_time(lambda: fp32.clone())
-            n = seq * vocab
-            copy_Bps = 8.0 * n / copy_s
-            row = {"vocab": vocab, "tokens": seq, "logits": n, "fp32_clone_s": copy_s, "copy_rate_Bps": copy_Bps}
-            for name, fn in (("fused", lambda x: fused_vocab_parallel_cross_entropy(x, target, tp_group)),
-                             ("unfused", lambda x: vocab_parallel_cross_entropy(x, target))):
-                x = logits_bf16.clone().requires_grad_(True)
+    for vocab, seq in SHAPES:
+        logits_bf16, target, row = loss_inputs(vocab, seq)
+        n, copy_Bps = row["logits"], row["copy_rate_Bps"]
+        for name, fn in (("fused", lambda x: fused_vocab_parallel_cross_entropy(x, target, tp_group)),
+                         ("unfused", lambda x: vocab_parallel_cross_entropy(x, target))):
+            x = logits_bf16.clone().requires_grad_(True)
 
-                def fwd():
-                    return fn(x)
+            def fwd():
+                return fn(x)
 
-                def fwd_bwd():
-                    fn(x).sum().backward()
+            def fwd_bwd():
+                fn(x).sum().backward()
 
-                f = cuda_time(fwd)
-                fb = cuda_time(fwd_bwd)
-                kf, kfb = count_cuda_kernels(fwd), count_cuda_kernels(fwd_bwd)
-                row[name] = {"forward_s": f, "backward_s": fb - f,
-                             "kernels_forward": kf, "kernels_backward": kfb - kf,
-                             "forward_bytes_per_logit": f * copy_Bps / n,
-                             "backward_bytes_per_logit": (fb - f) * copy_Bps / n}
-                x.grad = None
-            res["rows"].append(row)
-            print(row, flush=True)
-            del logits_bf16, fp32
-            torch.cuda.empty_cache()
+            f = cuda_time(fwd)
+            fb = cuda_time(fwd_bwd)
+            kf, kfb = count_cuda_kernels(fwd), count_cuda_kernels(fwd_bwd)
+            row[name] = {"forward_s": f, "backward_s": fb - f,
+                         "kernels_forward": kf, "kernels_backward": kfb - kf,
+                         "forward_bytes_per_logit": f * copy_Bps / n,
+                         "backward_bytes_per_logit": (fb - f) * copy_Bps / n}
+            x.grad = None
+        res["rows"].append(row)
+        print(row, flush=True)
+        del logits_bf16
+        torch.cuda.empty_cache()
     res["elapsed_s"] = time.time() - t0
     import json
     with open(args.out, "w") as fh:
