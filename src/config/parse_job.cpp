@@ -45,9 +45,10 @@ constexpr std::array<EnumName<OptimizerImpl>, 4> kOptimizerImpls{{{"fused", Opti
                                                                  {"foreach", OptimizerImpl::Foreach},
                                                                  {"for-loop", OptimizerImpl::ForLoop},
                                                                  {"decoupled-adamw", OptimizerImpl::DecoupledAdamw}}};
-constexpr std::array<EnumName<CrossEntropyImpl>, 3> kCrossEntropyImpls{{{"fused", CrossEntropyImpl::Fused},
+constexpr std::array<EnumName<CrossEntropyImpl>, 4> kCrossEntropyImpls{{{"fused", CrossEntropyImpl::Fused},
                                                                         {"unfused", CrossEntropyImpl::Unfused},
-                                                                        {"xentropy", CrossEntropyImpl::Xentropy}}};
+                                                                        {"xentropy", CrossEntropyImpl::Xentropy},
+                                                                        {"te", CrossEntropyImpl::Te}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kDispatchers{{{"alltoall", MoeDispatcher::AllToAll},
                                                               {"allgather", MoeDispatcher::AllGather},
                                                               {"flex", MoeDispatcher::Flex}}};

@@ -161,6 +161,7 @@ const char* to_string(CrossEntropyImpl v) {
     case CrossEntropyImpl::Fused: return "fused";
     case CrossEntropyImpl::Unfused: return "unfused";
     case CrossEntropyImpl::Xentropy: return "xentropy";
+    case CrossEntropyImpl::Te: return "te";
   }
   return "?";
 }

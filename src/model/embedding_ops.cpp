@@ -21,7 +21,13 @@ namespace {
 // bandwidth alone: the FP32 upcast, row reductions 50-200 k wide and the in-place softmax.
 // xentropy (one kernel each way) is derived from its reads and writes, not measured: forward
 // reads the 16-bit logits twice (max, then the exp-sum), backward reads them and writes their
-// gradient.
+// gradient. te, Transformer Engine's parallel cross-entropy (which every Megatron-Bridge
+// performance recipe selects), is derived the same way from its Triton source
+// (transformer_engine/pytorch/triton/cross_entropy.py, TE v2.9): forward an online-softmax pass
+// that reads the 16-bit logits and a loss pass that reads them again and writes the gradient in
+// their place (6 B; with the two small zero-fills, 4 launches), backward one pass scaling that
+// gradient in place (4 B, 1 launch). tools/measure/te_cross_entropy.py times it beside the fused
+// path; not yet run (no lent GPU came).
 struct CrossEntropyCost {
   double forward_bytes_per_logit;
   int forward_kernels;
@@ -34,6 +40,7 @@ CrossEntropyCost cross_entropy_cost(CrossEntropyImpl impl) {
     case CrossEntropyImpl::Fused: return {30.0, 6, 22.0, 6};
     case CrossEntropyImpl::Unfused: return {41.0, 18, 19.5, 11};
     case CrossEntropyImpl::Xentropy: return {4.0, 1, 4.0, 1};
+    case CrossEntropyImpl::Te: return {6.0, 4, 4.0, 1};
   }
   return {30.0, 6, 22.0, 6};
 }

@@ -29,7 +29,7 @@ enum class AttentionKernel { Unfused, FlashV1, FlashV2, CudnnFused };  // attent
 enum class CommInitStore { TcpStore, Redis };                         // comm_init_store
 enum class FsdpStaging { None, Fsdp1, Fsdp2 };                        // fsdp_staging
 enum class OptimizerImpl { Fused, Foreach, ForLoop, DecoupledAdamw };  // optimizer_implementation
-enum class CrossEntropyImpl { Fused, Unfused, Xentropy };  // cross_entropy_implementation
+enum class CrossEntropyImpl { Fused, Unfused, Xentropy, Te };  // cross_entropy_implementation
 
 // Mixture of Experts (DESIGN.md A4). num_experts == 0: a dense model, every field below unused.
 struct MoeSpec {

@@ -515,7 +515,8 @@ const LayerOp& loss_op(const std::vector<LayerOp>& ops, const std::string& name)
 // The loss over the logits, per system.cross_entropy_implementation: Megatron-Core's fused and
 // Megatron's unfused paths as measured on the lent H100 (bench/data/h100-mcore-cross-entropy.json:
 // 30 / 22 and 41 / 19.5 bytes a logit at the elementwise rate), one xentropy kernel each way
-// 4 / 4. The fixture's 175B at TP 8: 2,048 tokens x 64,512 / 8 logits a GPU (64,000 padded
+// 4 / 4, Transformer Engine's Triton loss 6 / 4 (two reads and a write forward, one read and
+// write backward). The fixture's 175B at TP 8: 2,048 tokens x 64,512 / 8 logits a GPU (64,000 padded
 // to a multiple of 128 x TP, as Megatron pads it).
 TEST(Model, CrossEntropyImplementationSetsTheLossPasses) {
   JobSpec j = testing::gpt175b_megascale();
@@ -531,6 +532,8 @@ TEST(Model, CrossEntropyImplementationSetsTheLossPasses) {
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Unfused).second, 19.5 * logits);
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Xentropy).first, 4.0 * logits);
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Xentropy).second, 4.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Te).first, 6.0 * logits);
+  EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Te).second, 4.0 * logits);
 }
 
 }  // namespace
