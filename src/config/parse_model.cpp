@@ -33,6 +33,16 @@ bool is_llama_like(const std::optional<std::string>& model_type) {
   return model_type && std::find(kLlamaLike.begin(), kLlamaLike.end(), *model_type) != kLlamaLike.end();
 }
 
+// Hugging Face spells the RoPE scaling {"rope_type": "yarn", ...} (older configs: "type").
+bool hf_rope_type_is_yarn(const nlohmann::json* scaling) {
+  if (scaling == nullptr || !scaling->is_object()) return false;
+  for (const char* key : {"rope_type", "type"}) {
+    const auto it = scaling->find(key);
+    if (it != scaling->end() && it->is_string() && it->get<std::string>() == "yarn") return true;
+  }
+  return false;
+}
+
 bool is_hf(const nlohmann::json& v) {
   return v.is_object() && (v.contains("model_type") || v.contains("architectures") || v.contains("torch_dtype"));
 }
@@ -128,6 +138,12 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
              r.raw("rotary_emb_base") != nullptr || r.raw("rope_scaling") != nullptr ||
              (pos_type && (*pos_type == "rope" || *pos_type == "rotary"));
   }
+  if (const auto yarn = r.bool_opt("rope_yarn")) {
+    m.rope_yarn = *yarn;
+  } else if (hf) {
+    m.rope_yarn = hf_rope_type_is_yarn(r.raw("rope_scaling")) || hf_rope_type_is_yarn(r.raw("rope_parameters"));
+  }
+  if (m.rope_yarn && !m.rope) throw InputError(r.path_of("rope_yarn"), "YaRN scaling needs rotary embeddings (rope)");
   read_mla(r, m);
   read_moe(r, m);
   read_layer_types(r, m);

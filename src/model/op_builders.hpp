@@ -20,6 +20,7 @@ struct Dims {
   bool hidden_dropout, attention_dropout;  // dropout kernels run (probability > 0)
   bool bias;                               // linear layers carry biases
   bool rope;                               // rotary position embeddings rotate Q and K
+  bool rope_unfused;  // ... in PyTorch ops (YaRN outside MLA: Megatron-Core never fuses it)
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
   Fp8Recipe fp8_recipe;  // how TE scales them (the casts' kernels and bytes)

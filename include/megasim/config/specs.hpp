@@ -74,6 +74,9 @@ struct ModelSpec {
   bool attention_bias = true;            // GPT-style biases on linear layers (Llama: false)
   std::int64_t max_position_embeddings = 0;  // learned absolute positions if > 0 and not rope
   bool rope = false;                     // rotary embeddings (no position-embedding table)
+  // YaRN-scaled rotary embeddings (Hugging Face rope_scaling / rope_parameters rope_type "yarn";
+  // native key rope_yarn). Megatron-Core applies them unfused (src/model/layer_ops.cpp add_rope).
+  bool rope_yarn = false;
   // Dropout probabilities (Megatron-LM's --hidden-dropout / --attention-dropout, default 0.1).
   // At 0 the framework skips the kernel (torch's dropout returns its input for p = 0), so no
   // mask is written or kept and bias-dropout-add is a plain residual add.

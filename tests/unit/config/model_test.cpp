@@ -37,6 +37,36 @@ TEST(Model, HuggingFaceLlama31_8b) {
   EXPECT_EQ(m.max_position_embeddings, 131072);
 }
 
+// YaRN from either Hugging Face spelling (rope_scaling, or rope_parameters of transformers v5;
+// rope_type or the older type); other scalings and no scaling leave it off.
+TEST(Model, HuggingFaceRopeScalingYarn) {
+  auto j = test::small_job();
+  j["model"] = "hf-llama-3.1-8b-config.json";  // rope_scaling rope_type llama3
+  EXPECT_FALSE(test::parse(j).model.rope_yarn);
+  nlohmann::json hf = nlohmann::json::parse(R"({"model_type": "llama", "hidden_size": 1024,
+      "num_hidden_layers": 4, "num_attention_heads": 8, "intermediate_size": 4096,
+      "vocab_size": 32000, "rope_theta": 10000})");
+  EXPECT_FALSE(with_model(hf).model.rope_yarn);
+  hf["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 32.0}};
+  EXPECT_TRUE(with_model(hf).model.rope_yarn);
+  hf["rope_scaling"] = {{"type", "yarn"}, {"factor", 40}};
+  EXPECT_TRUE(with_model(hf).model.rope_yarn);
+  hf.erase("rope_scaling");
+  hf["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 150000}};
+  EXPECT_TRUE(with_model(hf).model.rope_yarn);
+  hf["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 150000}};
+  EXPECT_FALSE(with_model(hf).model.rope_yarn);
+}
+
+TEST(Model, NativeRopeYarnNeedsRope) {
+  auto m = base_model();
+  m["rope"] = true;
+  m["rope_yarn"] = true;
+  EXPECT_TRUE(with_model(m).model.rope_yarn);
+  m["rope"] = false;
+  EXPECT_INPUT_ERROR(with_model(m), "model.rope_yarn", "needs rotary embeddings");
+}
+
 TEST(Model, HuggingFaceGptNeox20b) {
   auto j = test::small_job();
   j["model"] = "hf-gpt-neox-20b-config.json";

@@ -219,6 +219,20 @@ TEST(LayerOps, RopeRotatesQueryAndKeyOncePerPass) {
     EXPECT_EQ(r[0].kernels, 2);
     EXPECT_DOUBLE_EQ(r[0].bytes, bytes);
   }
+  // YaRN runs Megatron-Core's unfused PyTorch sequence: per tensor 12 launches and 12 passes
+  // forward, 9 and 17 backward, each launch at a plain PyTorch op's host time.
+  j.model.rope_yarn = true;
+  const auto fwd = rope_ops(layer_forward_ops(j));
+  const auto bwd = rope_ops(layer_backward_ops(j));
+  ASSERT_EQ(fwd.size(), 1u);
+  ASSERT_EQ(bwd.size(), 1u);
+  EXPECT_EQ(fwd[0].name, "rope_unfused");
+  EXPECT_EQ(fwd[0].kernels, 24);
+  EXPECT_EQ(bwd[0].kernels, 18);
+  EXPECT_DOUBLE_EQ(fwd[0].bytes, 6.0 * bytes);
+  EXPECT_DOUBLE_EQ(bwd[0].bytes, 8.5 * bytes);
+  EXPECT_TRUE(fwd[0].plain_torch_launches);
+  EXPECT_TRUE(bwd[0].plain_torch_launches);
 }
 
 TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {

@@ -53,6 +53,23 @@ TEST(Moe, DeepSeekV3HuggingFaceConfigCountsAsThePaper) {
   EXPECT_NEAR(model_flops_per_token(job) / 260.6e9, 1.0, 0.01);
 }
 
+// Both configs scale RoPE with YaRN. Megatron-Core fuses MLA's (fused_mla_yarn_rope_apply.py)
+// but runs GPT-OSS's in unfused PyTorch ops (layer_ops.cpp add_rope).
+TEST(Moe, YarnRopeIsUnfusedOutsideMla) {
+  const auto rope_op = [](const JobSpec& job) {
+    for (const auto& op : layer_forward_ops(job)) if (op.name.rfind("rope", 0) == 0) return op.name;
+    return std::string("none");
+  };
+  const JobSpec deepseek = parse_moe("hf/deepseek-v3-config.json");
+  EXPECT_TRUE(deepseek.model.rope_yarn);
+  EXPECT_EQ(rope_op(deepseek), "rope");
+  const JobSpec gpt_oss = parse_moe("hf/gpt-oss-120b-config.json");
+  EXPECT_TRUE(gpt_oss.model.rope_yarn);
+  EXPECT_EQ(rope_op(gpt_oss), "rope_unfused");
+  EXPECT_TRUE(parse_moe("gpt-oss-120b").model.rope_yarn);  // the catalog entry says so too
+  EXPECT_FALSE(parse_moe("hf/mixtral-8x7b-config.json").model.rope_yarn);
+}
+
 TEST(Moe, MixtralHuggingFaceConfigCounts) {
   const ModelSpec m = parse_moe("hf/mixtral-8x7b-config.json").model;
   EXPECT_EQ(m.moe.num_experts, 8);
