@@ -82,12 +82,16 @@ def init_mcore_tp1(mcore_root):
     return parallel_state.get_tensor_model_parallel_group()
 
 
-def main():
+def mcore_args():
+    """--mcore (the folder holding megatron/core) and --out; with the start time."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
     ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    t0 = time.time()
+    return ap.parse_args(), time.time()
+
+
+def main():
+    args, t0 = mcore_args()
     tp_group = init_mcore_tp1(args.mcore)
     from megatron.core.fusions.fused_cross_entropy import fused_vocab_parallel_cross_entropy
     from megatron.core.tensor_parallel.cross_entropy import vocab_parallel_cross_entropy

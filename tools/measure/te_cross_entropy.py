@@ -36,7 +36,7 @@ import time
 
 import torch
 
-from gemm_attention_h200 import count_cuda_kernels, device_info, nvidia_smi
+from gemm_attention_h200 import count_cuda_kernels, device_info, write_measurement
 from mcore_cross_entropy import (REPS, SHAPES, WARM, cuda_time, init_mcore_tp1,  # the fused-loss
                                  loss_inputs)  # measurement's shapes, timing and unit
 
@@ -118,10 +118,7 @@ def main():
         print(json.dumps(row), flush=True)
         del logits_bf16, src
         torch.cuda.empty_cache()
-    res["nvidia_smi"] = nvidia_smi()
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as fh:
-        json.dump(res, fh, indent=1)
+    write_measurement(res, args.out, t0)
 
 
 if __name__ == "__main__":
