@@ -246,7 +246,8 @@ LayerOp act_bwd(const Dims& x) {
 // cat: 6 launches and 12 passes of the tensor. Its autograd backward: grad * sin, the negation,
 // the chunk's cat, grad * cos, the add of t's two gradients, the slices' zero-filled gradients
 // and their sum: 9 launches, 17 passes. Plain PyTorch ops, so plain launches' host time.
-// Derived from that code, not measured. (MLA's YaRN RoPE has a fused Triton kernel,
+// Derived from that code, not measured (tools/measure/mcore_yarn_rope.py times it; not yet run).
+// (MLA's YaRN RoPE has a fused Triton kernel,
 // fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
   if (!x.rope) return;
