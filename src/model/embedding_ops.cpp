@@ -22,12 +22,13 @@ namespace {
 // xentropy (one kernel each way) is derived from its reads and writes, not measured: forward
 // reads the 16-bit logits twice (max, then the exp-sum), backward reads them and writes their
 // gradient. te, Transformer Engine's parallel cross-entropy (which every Megatron-Bridge
-// performance recipe selects), is derived the same way from its Triton source
-// (transformer_engine/pytorch/triton/cross_entropy.py, TE v2.9): forward an online-softmax pass
-// that reads the 16-bit logits and a loss pass that reads them again and writes the gradient in
-// their place (6 B; with the two small zero-fills, 4 launches), backward one pass scaling that
-// gradient in place (4 B, 1 launch). tools/measure/te_cross_entropy.py times it beside the fused
-// path; not yet run (no lent GPU came).
+// performance recipe selects): its Triton kernels (transformer_engine/pytorch/triton/
+// cross_entropy.py, TE v2.9) make an online-softmax pass over the 16-bit logits and a loss pass
+// that reads them again and writes the gradient in their place (6 B by their reads and writes),
+// and in the backward scale that gradient in place (4 B). Measured on a lent H100 with TE's own
+// file beside the fused path (tools/measure/te_cross_entropy.py,
+// bench/data/h100-te-cross-entropy.json, the same six shapes): 5.9-7.3 B forward (median 6.7),
+// 3.9-5.7 backward (median 5.0), 4 / 4 kernels; the fused path in the same run 28-33 / 16-19 B.
 struct CrossEntropyCost {
   double forward_bytes_per_logit;
   int forward_kernels;
@@ -40,7 +41,7 @@ CrossEntropyCost cross_entropy_cost(CrossEntropyImpl impl) {
     case CrossEntropyImpl::Fused: return {30.0, 6, 22.0, 6};
     case CrossEntropyImpl::Unfused: return {41.0, 18, 19.5, 11};
     case CrossEntropyImpl::Xentropy: return {4.0, 1, 4.0, 1};
-    case CrossEntropyImpl::Te: return {6.0, 4, 4.0, 1};
+    case CrossEntropyImpl::Te: return {6.7, 4, 5.0, 4};
   }
   return {30.0, 6, 22.0, 6};
 }

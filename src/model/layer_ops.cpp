@@ -245,16 +245,18 @@ LayerOp act_bwd(const Dims& x) {
 // scaled and cast (6 small launches), then t * cos, -x2, cat(-x2, x1), * sin, the add and a final
 // cat: 6 launches and 12 passes of the tensor. Its autograd backward: grad * sin, the negation,
 // the chunk's cat, grad * cos, the add of t's two gradients, the slices' zero-filled gradients
-// and their sum: 9 launches, 17 passes. Plain PyTorch ops, so plain launches' host time.
-// Derived from that code, not measured (tools/measure/mcore_yarn_rope.py times it; not yet run).
-// (MLA's YaRN RoPE has a fused Triton kernel,
+// and their sum: 9 launches, 17 passes by the code. Measured on a lent H100 with that code at
+// GPT-OSS's shapes (tools/measure/mcore_yarn_rope.py, bench/data/h100-mcore-yarn-rope.json): 12
+// launches forward, 7 backward; the query tensor's (16.8 M elements) time is 20.3 / 21.5 passes
+// at the clone rate (small broadcast kernels run below it), the figures used. Plain PyTorch ops,
+// so a plain launch's host time. (MLA's YaRN RoPE has a fused Triton kernel,
 // fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
   if (!x.rope) return;
   const double elems = dd(x.tokens) * dd(x.q_local + x.kv_local / 2);
   if (x.rope_unfused) {
     LayerOp op = mem(backward ? "rope_unfused_bwd" : "rope_unfused", OpKind::Elementwise,
-                     (backward ? 17.0 : 12.0) * elems * x.e, backward ? 2 * 9 : 2 * 12);
+                     (backward ? 21.5 : 20.3) * elems * x.e, backward ? 2 * 7 : 2 * 12);
     op.plain_torch_launches = true;
     ops.push_back(op);
     return;

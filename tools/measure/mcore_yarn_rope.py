@@ -19,7 +19,10 @@ build-mcore/ tree as in mcore_cross_entropy.py) on GPT-OSS-120B's shapes at TP 1
                  (each call's kernels are short, so the host bounds the loop)
     python3 tools/measure/mcore_yarn_rope.py --mcore build-mcore --out bench/data/h100-mcore-yarn-rope.json
 
-STATUS: not yet run (no lent GPU could be started on 2026-12-06/07); the pricing is derived.
+STATUS: run on a lent H100 80GB HBM3 host (torch 2.11 / CUDA 13), 2026-12-07:
+bench/data/h100-mcore-yarn-rope.json. 12 / 7 kernels per tensor; the query tensor 20.3 / 21.5
+passes. The host figures are bounded by the GPU here (the query's kernels are not short), so
+they are not used: the host time per launch stays the plain PyTorch op's measured one.
 """
 import json
 import math

@@ -25,13 +25,14 @@ at the copy rate of a same-size FP32 clone (read 4 + write 4 bytes).
         transformer_engine/pytorch/triton/cross_entropy.py | tar -x -C build-te
     python3 tools/measure/te_cross_entropy.py --te build-te --mcore build-mcore --out bench/data/h100-te-cross-entropy.json
 
-STATUS: not yet run. On 2026-12-06 no lent GPU could be started in six tries over 40 minutes;
-until it runs, megasim's `te` figures (src/model/embedding_ops.cpp) are derived from the kernels'
-reads and writes, not measured.
+STATUS: run on a lent H100 80GB HBM3 host (torch 2.11 / CUDA 13, Triton 3.6), 2026-12-07:
+bench/data/h100-te-cross-entropy.json. TE 6.7 / 5.0 B a logit (median; 5.9-7.3 / 3.9-5.7), the
+native fused path 31.8 / 18.4 in the same run; both give the same loss.
 """
 import argparse
 import importlib.util
 import json
+import os
 import time
 
 import torch
