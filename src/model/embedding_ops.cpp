@@ -16,9 +16,14 @@ namespace {
 // and its launches. Megatron's two paths measured on a lent H100 with Megatron-Core's own code
 // (tools/measure/mcore_cross_entropy.py; bench/data/h100-mcore-cross-entropy.json and its -run2,
 // which also counts kernels; vocabularies 50,304-201,088 at 4,096 and 8,192 tokens, the runs
-// within 1 B of each other): fused 28.7-35.2 B forward, 18.1-22.4 backward, 6 / 6 kernels;
-// unfused 40.5-41.7 and 19.3-19.8, 18 / 11 kernels (24-36 / 13-18 above 500 M logits). Not
-// bandwidth alone: the FP32 upcast, row reductions 50-200 k wide and the in-place softmax.
+// within 1 B of each other): fused 28.7-35.2 B forward, 6 kernels; unfused 40.5-41.7 and
+// 19.3-19.8, 18 / 11 kernels (24-36 / 13-18 above 500 M logits). Not bandwidth alone: the FP32
+// upcast, row reductions 50-200 k wide and the in-place softmax. Those two runs' backward also
+// timed the harness adding each gradient into the logits' .grad (a leaf reused across calls;
+// Megatron's logits are not a leaf): a third run without it (bench/data/h100-te-cross-entropy.json,
+// fresh logits per call) gives the fused backward 16.5-17.2 B and 5 kernels, where the first two
+// read 18.1-22.4 and 6. The unfused backward carries the same excess until it is re-run
+// (mcore_cross_entropy.py now takes the gradient without accumulating).
 // xentropy (one kernel each way) is derived from its reads and writes, not measured: forward
 // reads the 16-bit logits twice (max, then the exp-sum), backward reads them and writes their
 // gradient. te, Transformer Engine's parallel cross-entropy (which every Megatron-Bridge
@@ -27,8 +32,9 @@ namespace {
 // that reads them again and writes the gradient in their place (6 B by their reads and writes),
 // and in the backward scale that gradient in place (4 B). Measured on a lent H100 with TE's own
 // file beside the fused path (tools/measure/te_cross_entropy.py,
-// bench/data/h100-te-cross-entropy.json, the same six shapes): 5.9-7.3 B forward (median 6.7),
-// 3.9-5.7 backward (median 5.0), 4 / 4 kernels; the fused path in the same run 28-33 / 16-19 B.
+// bench/data/h100-te-cross-entropy.json, the same six shapes; bytes at the elementwise rate, as
+// every figure here): 5.9-7.5 B forward (median 6.2), 4.0-5.1 backward (median 4.5), 4 / 4
+// kernels; the fused path in the same run 28.6-30.2 / 16.5-17.2 B.
 struct CrossEntropyCost {
   double forward_bytes_per_logit;
   int forward_kernels;
@@ -38,12 +44,12 @@ struct CrossEntropyCost {
 
 CrossEntropyCost cross_entropy_cost(CrossEntropyImpl impl) {
   switch (impl) {
-    case CrossEntropyImpl::Fused: return {30.0, 6, 22.0, 6};
+    case CrossEntropyImpl::Fused: return {30.0, 6, 17.0, 5};
     case CrossEntropyImpl::Unfused: return {41.0, 18, 19.5, 11};
     case CrossEntropyImpl::Xentropy: return {4.0, 1, 4.0, 1};
-    case CrossEntropyImpl::Te: return {6.7, 4, 5.0, 4};
+    case CrossEntropyImpl::Te: return {6.2, 4, 4.5, 4};
   }
-  return {30.0, 6, 22.0, 6};
+  return {30.0, 6, 17.0, 5};
 }
 
 }  // namespace

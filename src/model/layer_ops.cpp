@@ -247,16 +247,17 @@ LayerOp act_bwd(const Dims& x) {
 // the chunk's cat, grad * cos, the add of t's two gradients, the slices' zero-filled gradients
 // and their sum: 9 launches, 17 passes by the code. Measured on a lent H100 with that code at
 // GPT-OSS's shapes (tools/measure/mcore_yarn_rope.py, bench/data/h100-mcore-yarn-rope.json): 12
-// launches forward, 7 backward; the query tensor's (16.8 M elements) time is 20.3 / 21.5 passes
-// at the clone rate (small broadcast kernels run below it), the figures used. Plain PyTorch ops,
-// so a plain launch's host time. (MLA's YaRN RoPE has a fused Triton kernel,
+// launches forward, 7 backward per tensor; Q (16.8 M elements) and K (2.1 M) together take
+// 0.48 / 0.76 ms, 34 / 54 passes of both at the elementwise rate (the small broadcast kernels run
+// far below it; for the larger query alone 26 / 27), the figures used: at wider local tensors
+// they over-price. Plain PyTorch ops, so a plain launch's host time. (MLA's YaRN RoPE has a fused Triton kernel,
 // fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
   if (!x.rope) return;
   const double elems = dd(x.tokens) * dd(x.q_local + x.kv_local / 2);
   if (x.rope_unfused) {
     LayerOp op = mem(backward ? "rope_unfused_bwd" : "rope_unfused", OpKind::Elementwise,
-                     (backward ? 21.5 : 20.3) * elems * x.e, backward ? 2 * 7 : 2 * 12);
+                     (backward ? 54.0 : 34.0) * elems * x.e, backward ? 2 * 7 : 2 * 12);
     op.plain_torch_launches = true;
     ops.push_back(op);
     return;

@@ -25,6 +25,10 @@ same-size 4-byte tensor (clone of an FP32 tensor of the logits' size: read 4 + w
 STATUS: run twice on lent H100 80GB HBM3 hosts (torch 2.11 / CUDA 13), 2026-12-06:
 bench/data/h100-mcore-cross-entropy.json (before the kernel counts were added to the script) and
 bench/data/h100-mcore-cross-entropy-run2.json (with them); the two agree within 1 B a logit.
+Both runs' backward included the harness adding each gradient into x.grad (x was a leaf reused
+across calls): about 5 B a logit and one kernel that Megatron never runs. The script now takes
+the gradient without accumulating; te_cross_entropy.py's run (fresh logits per call) measured
+the fused path's backward without it. The unfused figures await a re-run.
 """
 import argparse
 import os
@@ -109,8 +113,8 @@ def main():
             def fwd():
                 return fn(x)
 
-            def fwd_bwd():
-                fn(x).sum().backward()
+            def fwd_bwd():  # the gradient as the output layer's backward takes it: no leaf .grad
+                torch.autograd.grad(fn(x).sum(), x)  # (runs 1-2 accumulated into x.grad: +6 B)
 
             f = cuda_time(fwd)
             fb = cuda_time(fwd_bwd)
@@ -119,7 +123,6 @@ def main():
                          "kernels_forward": kf, "kernels_backward": kfb - kf,
                          "forward_bytes_per_logit": f * copy_Bps / n,
                          "backward_bytes_per_logit": (fb - f) * copy_Bps / n}
-            x.grad = None
         res["rows"].append(row)
         print(row, flush=True)
         del logits_bf16
