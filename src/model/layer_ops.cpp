@@ -250,8 +250,8 @@ LayerOp act_bwd(const Dims& x) {
 // launches forward, 7 backward per tensor; Q (16.8 M elements) and K (2.1 M) together take
 // 0.48 / 0.76 ms, 34 / 54 passes of both at the elementwise rate (the small broadcast kernels run
 // far below it; for the larger query alone 26 / 27), the figures used: at wider local tensors
-// they over-price. Plain PyTorch ops, so a plain launch's host time. (MLA's YaRN RoPE has a fused Triton kernel,
-// fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
+// they over-price. Plain PyTorch ops, so a plain launch's host time. (MLA's YaRN RoPE has a
+// fused Triton kernel, fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
   if (!x.rope) return;
   const double elems = dd(x.tokens) * dd(x.q_local + x.kv_local / 2);

@@ -78,7 +78,7 @@ def main():
     args = ap.parse_args()
     t0 = time.time()
     te_loss = te_loss_function(load_te_triton_cross_entropy(args.te))
-    paths = [("te", lambda x, t: te_loss(x, t))]
+    paths = [("te", te_loss)]
     if args.mcore:
         tp_group = init_mcore_tp1(args.mcore)
         from megatron.core.fusions.fused_cross_entropy import fused_vocab_parallel_cross_entropy

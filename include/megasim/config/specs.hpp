@@ -256,7 +256,8 @@ struct SystemSpec {
   // How the loss runs over the logits on the last stage (model/embedding_ops.cpp): Megatron-
   // Core's fused vocab-parallel cross-entropy (cross_entropy_loss_fusion, compiled helpers),
   // Megatron's unfused one (separate PyTorch ops; torch's cross_entropy on FP32 logits alike),
-  // or one fused kernel each way (apex / flash-attn xentropy, llm-foundry's fused_crossentropy).
+  // one fused kernel each way (apex / flash-attn xentropy, llm-foundry's fused_crossentropy), or
+  // Transformer Engine's Triton loss (cross_entropy_fusion_impl "te", Megatron-Bridge's recipes).
   CrossEntropyImpl cross_entropy_implementation = CrossEntropyImpl::Fused;
   // "unfused" | "flash-v1" | "flash-v2" | "cudnn-fused". A config may write "auto"
   // (Transformer Engine's choice); parsing resolves it, so a JobSpec never holds "auto".
