@@ -272,6 +272,22 @@ void check_experts(const JobSpec& job) {
       throw InputError("system.overlap_moe_expert_parallel_comm",
                        "cannot be combined with full recompute (Megatron-Core's rule)");
     }
+    // Megatron-Core's TransformerConfig asserts these too: the merged step is built for the
+    // all-to-all and flex dispatchers, only the interleaved schedule merges with PP > 1, and the
+    // shared experts then run in the merged step's expert node.
+    if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllGather) {
+      throw InputError("system.overlap_moe_expert_parallel_comm",
+                       "needs moe_token_dispatcher_type alltoall or flex (Megatron-Core's rule)");
+    }
+    if (p.pipeline_model_parallel_size > 1 && p.virtual_pipeline_model_parallel_size == 1) {
+      throw InputError("system.overlap_moe_expert_parallel_comm",
+                       "with pipeline_model_parallel_size > 1 needs the interleaved schedule "
+                       "(virtual_pipeline_model_parallel_size > 1; Megatron-Core's rule)");
+    }
+    if (job.system.moe_shared_expert_overlap) {
+      throw InputError("system.overlap_moe_expert_parallel_comm",
+                       "cannot be combined with moe_shared_expert_overlap (Megatron-Core's rule)");
+    }
   }
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "megasim/workload/schedule.hpp"
+
 namespace megasim {
 
 namespace {
@@ -18,14 +20,24 @@ struct StageLoad {
   double total_s() const { return compute_s + tp_s + cp_s + ep_s + pp_s + launch_s; }
 };
 
+// Share of a stage's passes each way that Megatron-Core's merged 1F1B runs alone: its warm-up
+// forwards (and as many cool-down backwards) of all m * v; 0 without that schedule.
+double alone_share(const StepCosts& c, int stage) {
+  if (c.extra_warmup_passes == 0) return 0.0;
+  const double total = static_cast<double>(c.micro_batches * c.vpp);
+  return static_cast<double>(warmup_passes(c.pp, c.vpp, c.micro_batches, stage, c.extra_warmup_passes)) / total;
+}
+
 StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, bool pp_overlap,
                      int stage) {
   StageLoad load;
+  const double alone = alone_share(c, stage);
   for (const auto& ch : chunks) {
     load.compute_s += ch.fwd_compute_s + ch.bwd_compute_s;
     load.tp_s += ch.fwd_tp_exposed_s + ch.bwd_tp_exposed_s;
     load.cp_s += ch.fwd_cp_exposed_s + ch.bwd_cp_exposed_s;
-    load.ep_s += ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s;
+    load.ep_s += (1.0 - alone) * (ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s) +
+                 alone * (ch.fwd_ep_alone_s + ch.bwd_ep_alone_s);
     load.launch_s += 2.0 * c.launch_overhead_per_chunk_s;
   }
   if (c.pp > 1 && !pp_overlap) {

@@ -97,9 +97,8 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
 // MoE dispatch/combine left on the critical path. Without overlap all of it. Shared-expert
 // overlap runs the shared experts beside the dispatch and combine (Megatron-Core
 // moe_shared_expert_overlap). Megatron-Core's 1F1B all-to-all overlap (overlap_moe_expert_
-// parallel_comm) merges one micro-batch's forward with another's backward, so the forward's
-// EP traffic runs beside the backward's compute and the backward's beside the forward's; what
-// hides slows that compute by the SM-sharing factor.
+// parallel_comm) merges one micro-batch's forward with another's backward, layer by layer
+// (merge_ep_phases); what hides slows that compute by the SM-sharing factor.
 // EP traffic of `comm_s` run beside `beside_s` of compute: what outlasts the compute, plus the
 // compute's slow-down while it shares the SMs with the communication kernels.
 double exposed_beside_s(double comm_s, double beside_s, double slowdown) {
@@ -107,11 +106,23 @@ double exposed_beside_s(double comm_s, double beside_s, double slowdown) {
   return comm_s - hidden + hidden * slowdown;
 }
 
+// A pass's kernel time on each side of its EP exchanges, with the pass's host bound spread over
+// both in proportion (an eager host launches the two passes' kernels in the merged order; the
+// dropless wait stays outside, as the other pass's queued kernels keep the GPU busy through it).
+struct PassSides {
+  double attention_s = 0, expert_s = 0;
+};
+PassSides pass_sides(const PassTimes& t) {
+  const double kernels = t.attention_side_kernels_s + t.expert_side_kernels_s;
+  const double scale = kernels > 0 ? (t.compute_s - t.host_wait_s) / kernels : 0.0;
+  return {t.attention_side_kernels_s * scale, t.expert_side_kernels_s * scale};
+}
+
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
   const SystemSpec& sys = c.job.system;
   if (sys.overlap_moe_expert_parallel_comm) {
-    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, b.compute_s - b.host_wait_s, c.ep_overlap_slowdown);
-    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, f.compute_s - f.host_wait_s, c.ep_overlap_slowdown);
+    ch.fwd_ep_exposed_s = f.ep_merged_exposed_s;
+    ch.bwd_ep_exposed_s = b.ep_merged_exposed_s;
   } else if (sys.moe_shared_expert_overlap) {
     ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, f.shared_expert_s, c.ep_overlap_slowdown);
     ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, b.shared_expert_s, c.ep_overlap_slowdown);
@@ -119,9 +130,31 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
     ch.fwd_ep_exposed_s = f.ep_comm_s;
     ch.bwd_ep_exposed_s = b.ep_comm_s;
   }
+  // A pass the merged schedule runs alone (warm-up, cool-down) has nothing to hide behind.
+  ch.fwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? f.ep_comm_s : ch.fwd_ep_exposed_s;
+  ch.bwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? b.ep_comm_s : ch.bwd_ep_exposed_s;
 }
 
 }  // namespace
+
+// Megatron-Core's merged 1F1B step for one layer (model_chunk_schedule_plan.py
+// TransformerLayerSchedulePlan.run) runs four phases, each one stream's exchange beside the
+// other stream's compute, with an event between phases:
+//   backward's combine-gradient exchange | forward's attention side (attention, router, permute)
+//   forward's dispatch                   | backward's expert side
+//   backward's dispatch-gradient exchange| forward's expert side
+//   forward's combine                    | backward's attention side
+// so an exchange hides only behind the compute of its own phase, not behind the whole other
+// pass. Sets each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute
+// (with the SM-sharing slow-down of what hides).
+void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b) {
+  const PassSides fs = pass_sides(f), bs = pass_sides(b);
+  const double slow = c.ep_overlap_slowdown;
+  f.ep_merged_exposed_s =
+      exposed_beside_s(f.first_exchange_s, bs.expert_s, slow) + exposed_beside_s(f.second_exchange_s, bs.attention_s, slow);
+  b.ep_merged_exposed_s =
+      exposed_beside_s(b.first_exchange_s, fs.attention_s, slow) + exposed_beside_s(b.second_exchange_s, fs.expert_s, slow);
+}
 
 LayerPasses time_layer_passes(const Context& c) {
   const JobSpec& job = c.job;
@@ -133,6 +166,7 @@ LayerPasses time_layer_passes(const Context& c) {
                   time_ops(c, layer_backward_ops(job, k), bwd_host_s)};
     // Recompute reruns forward code (its Python included) inside the backward.
     kp.bwd += time_ops(c, layer_recompute_ops(job, k), fwd_host_s);
+    merge_ep_phases(c, kp.fwd, kp.bwd);
     p.kinds.push_back(kp);
   }
   p.layer_fwd = p.kinds.front().fwd;

@@ -25,6 +25,10 @@ struct LayerPasses {
 };
 LayerPasses time_layer_passes(const Context& c);
 
+// Megatron-Core's merged 1F1B step (overlap_moe_expert_parallel_comm) for one layer: sets each
+// pass's ep_merged_exposed_s, its EP exchanges beyond the compute of their own phase.
+void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b);
+
 // The critical-path times of a forward and a backward pass (compute, exposed TP after overlap,
 // exposed CP) as a chunk records them; layout fields are left to the caller.
 ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov);

@@ -132,7 +132,9 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
     return;
   }
   if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
-    t.ep_comm_s += comm_op_time_s(c, op, op.comm_bytes);
+    const double s = comm_op_time_s(c, op, op.comm_bytes);
+    (t.ep_comm_s > 0 ? t.second_exchange_s : t.first_exchange_s) += s;
+    t.ep_comm_s += s;
     return;
   }
   if (c.tp_group.ranks <= 1) return;
@@ -197,6 +199,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     host_launch_s += op_launches(op, chunks) * op_host_s_per_launch(c, op, host_s_per_launch);
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
+    (op.expert_side || op.shared_expert ? t.expert_side_kernels_s : t.attention_side_kernels_s) += op_s[i];
   }
   // An eager framework cannot launch faster than its host issues kernels: when the kernels are
   // short the GPU waits for the CPU (hw profile host_dispatch_s times the framework's factor,

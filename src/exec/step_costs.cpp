@@ -146,6 +146,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
   c.vpp = job.parallel.virtual_pipeline_model_parallel_size;
   c.dp = job.parallel.data_parallel_size;
   c.micro_batches = micro_batches_per_pipeline(job);
+  c.extra_warmup_passes = job.system.overlap_moe_expert_parallel_comm ? 1 : 0;
   c.chunks = stage_chunk_costs(ctx, passes, ov);
   add_p2p_costs(ctx, c);
   add_dp_costs(ctx, c);

@@ -32,6 +32,19 @@ struct PassTimes {
   double shared_expert_s = 0;  // the shared experts' kernels (what shared-expert overlap hides EP behind)
   int kernels = 0;          // kernel launches
   double host_wait_s = 0;   // GPU idle after a host wait mid-pass (dropless MoE), in compute_s
+  // Where Megatron-Core's merged 1F1B schedule (overlap_moe_expert_parallel_comm) cuts an MoE
+  // layer's pass (models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run):
+  // kernels on the expert side (between the dispatch and the combine, shared experts included:
+  // its "mlp" node) and on the attention side (the rest: attention, router, permute, unpermute),
+  // and its two EP exchanges in pass order (forward: dispatch, combine; backward: the combine's
+  // gradient, then the dispatch's). Kernel times, before any host bound.
+  double expert_side_kernels_s = 0;
+  double attention_side_kernels_s = 0;
+  double first_exchange_s = 0;
+  double second_exchange_s = 0;
+  // This pass's EP exchanges left exposed when the schedule merges it with the opposite pass of
+  // a layer like it (chunk_costs.cpp merge_ep_phases); 0 outside MoE layers.
+  double ep_merged_exposed_s = 0;
   double tp_comm_s() const { return overlap_comm_s + other_comm_s + async_comm_s; }  // serial TP time
   PassTimes scaled(int n) const {
     PassTimes t = *this;
@@ -46,6 +59,11 @@ struct PassTimes {
     t.shared_expert_s *= n;
     t.kernels *= n;
     t.host_wait_s *= n;
+    t.expert_side_kernels_s *= n;
+    t.attention_side_kernels_s *= n;
+    t.first_exchange_s *= n;
+    t.second_exchange_s *= n;
+    t.ep_merged_exposed_s *= n;
     return t;
   }
   PassTimes& operator+=(const PassTimes& o) {
@@ -60,6 +78,11 @@ struct PassTimes {
     shared_expert_s += o.shared_expert_s;
     kernels += o.kernels;
     host_wait_s += o.host_wait_s;
+    expert_side_kernels_s += o.expert_side_kernels_s;
+    attention_side_kernels_s += o.attention_side_kernels_s;
+    first_exchange_s += o.first_exchange_s;
+    second_exchange_s += o.second_exchange_s;
+    ep_merged_exposed_s += o.ep_merged_exposed_s;
     return *this;
   }
 };

@@ -124,12 +124,15 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage) {
   const int v = std::max(1, job.parallel.virtual_pipeline_model_parallel_size);
   const double layers = dd(layers_on_stage(job, stage));
   const std::int64_t micro = micro_batches_per_pipeline(job);
-  if (p == 1) return layers;  // one micro-batch's activations at a time
-  if (v == 1) return layers * dd(std::min<std::int64_t>(p - stage, micro));
+  // Megatron-Core's merged 1F1B (overlap_moe_expert_parallel_comm) runs one more warm-up
+  // forward, so one more chunk's activations are held (workload/schedule.hpp).
+  const int extra = job.system.overlap_moe_expert_parallel_comm ? 1 : 0;
+  if (p == 1) return layers * dd(std::min<std::int64_t>(1 + extra, micro));  // one micro-batch at a time
+  if (v == 1) return layers * dd(std::min<std::int64_t>(p - stage + extra, micro));
   // Megatron interleaved warm-up: (p - stage - 1)*2 + (v - 1)*p chunks, plus the one in
   // flight; each chunk holds layers/v layers. Stage 0: layers*p*(1 + (p-1)/(p*v)).
   const std::int64_t chunks = std::min<std::int64_t>(
-      static_cast<std::int64_t>((p - stage - 1) * 2 + (v - 1) * p + 1), micro * v);
+      static_cast<std::int64_t>((p - stage - 1) * 2 + (v - 1) * p + 1 + extra), micro * v);
   return layers / v * dd(chunks);
 }
 

@@ -152,12 +152,20 @@ void add_expert_fc2_bias_bwd(std::vector<LayerOp>& ops, const Dims& x, const Moe
   ops.back().plain_torch_launches = true;
 }
 
+// Marks the compute ops from ops[first] on as the routed experts' (LayerOp::expert_side).
+void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
+  for (std::size_t i = first; i < ops.size(); ++i) {
+    if (!is_communication(ops[i].kind)) ops[i].expert_side = true;
+  }
+}
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
   ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
                     dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
+  ops.back().expert_side = true;
 }
 
 void add_shared_experts_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -176,6 +184,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
+  const std::size_t experts_from = ops.size();
   const double rows = dd(d.rows_total);
   if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
@@ -186,6 +195,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
   add_expert_fc2_bias_fwd(ops, x, d);
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  mark_expert_side(ops, experts_from);
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   // Unpermute: scatter-add the weighted copies back to token order, plus the shared output.
@@ -198,6 +208,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   const double rows = dd(d.rows_total);
   ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
+  const std::size_t experts_from = ops.size();
   if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   add_expert_fc2_bias_bwd(ops, x, d);
@@ -212,6 +223,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
   if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  mark_expert_side(ops, experts_from);
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   if (d.shared) add_shared_experts_bwd(ops, job, x);

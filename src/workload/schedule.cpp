@@ -21,17 +21,17 @@ ChunkPass virtual_pass(std::int64_t k, bool forward, int p, int v) {
 
 }  // namespace
 
-std::int64_t warmup_passes(int p, int v, std::int64_t m, int stage) {
+std::int64_t warmup_passes(int p, int v, std::int64_t m, int stage, int extra_warmup) {
   const std::int64_t total = m * v;
-  if (v == 1) return std::min<std::int64_t>(p - stage - 1, m);
+  if (v == 1) return std::min<std::int64_t>(p - stage - 1 + extra_warmup, m);
   if (m == p) return total;
   return std::min<std::int64_t>(static_cast<std::int64_t>(p - stage - 1) * 2 +
-                                    static_cast<std::int64_t>(v - 1) * p,
+                                    static_cast<std::int64_t>(v - 1) * p + extra_warmup,
                                 total);
 }
 
 std::vector<ChunkPass> stage_schedule(PipelineSchedule schedule, int p, int v, std::int64_t m,
-                                      int stage) {
+                                      int stage, int extra_warmup) {
   if (p < 1 || v < 1 || m < 1 || stage < 0 || stage >= p) {
     throw std::invalid_argument("stage_schedule: p, v, m must be >= 1 and 0 <= stage < p");
   }
@@ -51,7 +51,7 @@ std::vector<ChunkPass> stage_schedule(PipelineSchedule schedule, int p, int v, s
                          std::to_string(p) + ")");
   }
   const std::int64_t total = m * v;
-  const std::int64_t warm = warmup_passes(p, v, m, stage);
+  const std::int64_t warm = warmup_passes(p, v, m, stage, extra_warmup);
   for (std::int64_t k = 0; k < warm; ++k) out.push_back(virtual_pass(k, true, p, v));
   for (std::int64_t k = 0; k < total - warm; ++k) {
     out.push_back(virtual_pass(warm + k, true, p, v));

@@ -95,9 +95,18 @@ class Builder {
     load.stage = s;
     load.fixed_s = c_.data_loading_s;
     order(s).push_back(add(load));
-    const auto sched = stage_schedule(o_.schedule, c_.pp, c_.vpp, c_.micro_batches, s);
+    const auto sched = stage_schedule(o_.schedule, c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes);
+    // Under Megatron-Core's merged 1F1B the steady state's forward-backward pairs run merged,
+    // each hiding its EP exchanges behind the other's compute; warm-up forwards and cool-down
+    // backwards run alone (ChunkCosts::fwd_ep_alone_s).
+    const std::int64_t total = c_.micro_batches * c_.vpp;
+    const std::int64_t warm = o_.schedule == PipelineSchedule::OneFOneB
+                                  ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes)
+                                  : total;
+    std::int64_t forwards = 0, backwards = 0;
     for (const ChunkPass& cp : sched) {
       const ChunkCosts& ch = chunk(s, cp.chunk);
+      const bool merged = cp.forward ? forwards++ >= warm : backwards++ < total - warm;
       StepTask t;
       t.kind = cp.forward ? TaskKind::Forward : TaskKind::Backward;
       t.stage = s;
@@ -106,7 +115,8 @@ class Builder {
       t.compute_s = cp.forward ? ch.fwd_compute_s : ch.bwd_compute_s;
       t.tp_exposed_s = cp.forward ? ch.fwd_tp_exposed_s : ch.bwd_tp_exposed_s;
       t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
-      t.ep_exposed_s = cp.forward ? ch.fwd_ep_exposed_s : ch.bwd_ep_exposed_s;
+      t.ep_exposed_s = cp.forward ? (merged ? ch.fwd_ep_exposed_s : ch.fwd_ep_alone_s)
+                                  : (merged ? ch.bwd_ep_exposed_s : ch.bwd_ep_alone_s);
       const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s + t.ep_exposed_s;
       t.straggler_s = c_.straggler_slowdown * pass_s;
       t.other_s = c_.launch_overhead_per_chunk_s + t.straggler_s;
@@ -131,7 +141,8 @@ class Builder {
     const auto& ord = order(s);
     const bool interleaved = o_.schedule == PipelineSchedule::OneFOneB && c_.vpp > 1;
     const std::int64_t total = c_.micro_batches * c_.vpp;
-    const std::int64_t warm = interleaved ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s) : 0;
+    const std::int64_t warm =
+        interleaved ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : 0;
     // Program positions (after the data load) of the steady state's forward-backward pairs.
     const std::size_t steady_begin = static_cast<std::size_t>(warm) + 1;
     const std::size_t steady_end = steady_begin + 2 * static_cast<std::size_t>(total - warm);

@@ -70,6 +70,22 @@ TEST(CliErrors, BadMoeInputsNameTheField) {
                         "ETP*EP*PP");
 }
 
+// Megatron-Core's rules for the merged 1F1B all-to-all overlap (TransformerConfig asserts).
+TEST(CliErrors, MergedOneFOneBRulesNameTheField) {
+  const std::string job = source_path("configs/bench/deepseek-v3-1024-h100.json");
+  for (const char* bad : {"system.moe_token_dispatcher_type=allgather", "system.moe_shared_expert_overlap=true"}) {
+    expect_one_line_error(run({"simulate", job, "--engine", "analytic", "--set", bad}),
+                          "system.overlap_moe_expert_parallel_comm");
+  }
+  const auto r = run({"simulate", "llama-3.1-70b-1024-h100", "--engine", "analytic", "--set", "model=qwen3-30b-a3b",
+                      "--set", "cluster.num_gpus=16", "--set", "parallel.tensor_model_parallel_size=1", "--set",
+                      "parallel.pipeline_model_parallel_size=2", "--set", "parallel.virtual_pipeline_model_parallel_size=1",
+                      "--set", "parallel.expert_model_parallel_size=8", "--set", "training.global_batch_size=64",
+                      "--set", "system.overlap_moe_expert_parallel_comm=true"});
+  expect_one_line_error(r, "system.overlap_moe_expert_parallel_comm");
+  EXPECT_NE(r.err.find("interleaved"), std::string::npos) << r.err;
+}
+
 TEST(CliErrors, UnknownListKind) { expect_one_line_error(run({"list", "toasters"}), "KIND"); }
 
 TEST(CliErrors, UnknownValidationSuite) {

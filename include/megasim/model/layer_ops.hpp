@@ -72,6 +72,10 @@ struct LayerOp {
   std::vector<std::int64_t> expert_rows;
   bool grouped = false;
   bool shared_expert = false;  // a shared expert's kernel (what moe_shared_expert_overlap hides EP traffic behind)
+  // A routed-expert kernel between the EP dispatch and the combine (sorting, casts, the expert
+  // GEMMs, activation, bias): what Megatron-Core's merged 1F1B schedule runs as the layer's
+  // "mlp" node, beside the other pass's exchanges.
+  bool expert_side = false;
   // The host blocks before launching this op until the GPU has run everything before it
   // (dropless MoE: the dispatch needs the token counts on the host). Pass timing: pass_times.cpp.
   bool host_waits_for_gpu = false;

@@ -30,6 +30,11 @@ struct ChunkCosts {
   double bwd_cp_exposed_s = 0;
   double fwd_ep_exposed_s = 0;   // MoE dispatch/combine left exposed after MoE overlap
   double bwd_ep_exposed_s = 0;
+  // The same for a pass that runs alone where the 1F1B all-to-all overlap merges steady-state
+  // pairs (its warm-up forwards and cool-down backwards): all of it. Equal to the above without
+  // that overlap.
+  double fwd_ep_alone_s = 0;
+  double bwd_ep_alone_s = 0;
   double param_bytes = 0;        // this GPU's parameter bytes of the chunk (before ZeRO sharding)
   // Overlapped DP collectives per step for this chunk, each way: 1 with MegaScale's per-chunk
   // overlap; with system.dp_overlap_granularity = bucket, one per gradient bucket, released as
@@ -44,6 +49,9 @@ struct StepCosts {
   int vpp = 1;
   std::int64_t dp = 1;
   std::int64_t micro_batches = 1;        // per pipeline per step
+  // Warm-up forwards beyond the (interleaved) 1F1B schedule's: 1 under Megatron-Core's merged
+  // 1F1B (system.overlap_moe_expert_parallel_comm), 0 otherwise (workload/schedule.hpp).
+  int extra_warmup_passes = 0;
   std::vector<std::vector<ChunkCosts>> chunks;  // [stage][chunk]
 
   // One transformer layer, one micro-batch, on one GPU: kernels plus the TP/CP communication

@@ -26,6 +26,22 @@ TEST(Schedule, OneFOneBWarmupTextbook) {
 // Interleaved, p = 2, v = 2, m = 4: Megatron's warm-up is (p-s-1)*2 + (v-1)*p = 4 on stage 0
 // and 2 on stage 1. Virtual pass k maps to chunk (k/p)%v and micro-batch (k/(p v))*p + k%p:
 // forward order on every stage is (c0,m0) (c0,m1) (c1,m0) (c1,m1) (c0,m2) (c0,m3) ...
+// Megatron-Core's merged 1F1B (overlap_moe_expert_parallel_comm) adds one warm-up forward
+// (schedules.py get_pp_rank_microbatches), so that each merged forward and backward are
+// independent; PP 1 too (combined_1f1b.py: the first forward runs alone).
+TEST(Schedule, MergedOneFOneBRunsOneMoreWarmUpForward) {
+  EXPECT_EQ(warmup_passes(2, 2, 4, 0, 1), 5);
+  EXPECT_EQ(warmup_passes(2, 2, 4, 1, 1), 3);
+  EXPECT_EQ(warmup_passes(1, 1, 4, 0, 1), 1);
+  EXPECT_EQ(warmup_passes(2, 2, 2, 0, 1), 4);  // capped at m * v
+  const auto s1 = stage_schedule(PipelineSchedule::OneFOneB, 1, 1, 3, 0, 1);
+  ASSERT_EQ(s1.size(), 6U);
+  EXPECT_EQ(s1[0], (ChunkPass{true, 0, 0}));
+  EXPECT_EQ(s1[1], (ChunkPass{true, 0, 1}));   // merged with ...
+  EXPECT_EQ(s1[2], (ChunkPass{false, 0, 0}));  // ... the first backward
+  EXPECT_EQ(s1[5], (ChunkPass{false, 0, 2}));  // the last backward runs alone
+}
+
 TEST(Schedule, InterleavedOrderTextbook) {
   EXPECT_EQ(warmup_passes(2, 2, 4, 0), 4);
   EXPECT_EQ(warmup_passes(2, 2, 4, 1), 2);
