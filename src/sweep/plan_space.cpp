@@ -180,6 +180,7 @@ const char* plan_rule_key(PlanRule r) {
     case PlanRule::SeqDivisibleBy2Cp: return "seq_length_divisible_by_2cp";
     case PlanRule::SeqPerCpDivisibleByTp: return "seq_per_cp_rank_divisible_by_tp";
     case PlanRule::ExpertGridDividesGpus: return "num_gpus_divisible_by_etp_ep_pp";
+    case PlanRule::MergedA2aOverlapRules: return "a2a_overlap_needs_ep_interleaving_no_full_recompute";
     case PlanRule::Memory: return "memory";
     case PlanRule::CostModelError: return "cost_model_error";
   }
@@ -238,6 +239,12 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
     if (p.placement == PlacementOrder::PpFirst && p.pipeline_model_parallel_size > 1 &&
         expert_data_parallel_size(job) != p.data_parallel_size) {
       return PlanRule::ExpertGridDividesGpus;
+    }
+    // The job's 1F1B all-to-all overlap under Megatron-Core's rules (validate.cpp check_experts).
+    if (job.system.overlap_moe_expert_parallel_comm &&
+        (p.expert_model_parallel_size == 1 || t.recompute == Recompute::Full ||
+         (p.pipeline_model_parallel_size > 1 && p.virtual_pipeline_model_parallel_size == 1))) {
+      return PlanRule::MergedA2aOverlapRules;
     }
   }
   return std::nullopt;

@@ -87,6 +87,8 @@ enum class PlanRule {
   SeqPerCpDivisibleByTp,         // sequence parallel: (seq/CP) % TP
   ExpertGridDividesGpus,         // MoE: num_gpus % (ETP*EP*PP), ETP <= GPUs per node, ETP | expert width,
                                  //   pp-first with PP > 1 needs ETP*EP = TP*CP
+  MergedA2aOverlapRules,         // the job's overlap_moe_expert_parallel_comm: Megatron-Core needs
+                                 //   EP > 1, the interleaved schedule when PP > 1, no full recompute
   Memory,                        // peak memory per GPU exceeds the GPU's capacity
   CostModelError,                // the step cost model threw (a plan it cannot represent)
 };
@@ -96,7 +98,7 @@ inline constexpr PlanRule kAllPlanRules[] = {
     PlanRule::TpDividesKvHeads,             PlanRule::BatchDivisibleByMicroBatchDp,
     PlanRule::VppMicroBatchesDivisibleByPp, PlanRule::SeqDivisibleBy2Cp,
     PlanRule::SeqPerCpDivisibleByTp,        PlanRule::ExpertGridDividesGpus,
-    PlanRule::Memory,
+    PlanRule::MergedA2aOverlapRules,        PlanRule::Memory,
     PlanRule::CostModelError};
 
 // The base job with the candidate's plan written in, derived fields (DP, sequence

@@ -205,6 +205,19 @@ TEST(PlanSpace, MoeModelsEnumerateExpertParallelism) {
   ASSERT_EQ(first_broken_rule(pp_first), std::nullopt);
   pp_first.parallel.placement = PlacementOrder::PpFirst;
   EXPECT_EQ(first_broken_rule(pp_first), PlanRule::ExpertGridDividesGpus);
+  // A job asking for the 1F1B all-to-all overlap: Megatron-Core refuses it with PP > 1 unless
+  // interleaved, with EP 1, and with full recompute.
+  JobSpec merged = base;
+  merged.system.overlap_moe_expert_parallel_comm = true;
+  EXPECT_EQ(first_broken_rule(apply_plan(merged, c)), PlanRule::MergedA2aOverlapRules);  // PP 2, VPP 1
+  PlanCandidate ok = c;
+  ok.pp = 1;
+  EXPECT_EQ(first_broken_rule(apply_plan(merged, ok)), std::nullopt);
+  ok.recompute = Recompute::Full;
+  EXPECT_EQ(first_broken_rule(apply_plan(merged, ok)), PlanRule::MergedA2aOverlapRules);
+  ok.recompute = Recompute::None;
+  ok.ep = 1;
+  EXPECT_EQ(first_broken_rule(apply_plan(merged, ok)), PlanRule::MergedA2aOverlapRules);
   // ETP unwritten: each TP > 1 plan comes twice, with ETP = TP (Megatron-Core's default, key
   // unchanged) and ETP 1 ("-etp1"); apply_plan writes the plan's ETP.
   std::set<std::pair<int, int>> tp_etp;
