@@ -30,6 +30,8 @@ nlohmann::json ranked_json(const RankedPlan& p, std::size_t rank) {
       p.plan.last_stage_layers ? nlohmann::json(*p.plan.last_stage_layers) : nlohmann::json(nullptr);
   plan["account_for_embedding_in_pipeline_split"] = p.plan.account_for_embedding_and_loss;
   plan["account_for_loss_in_pipeline_split"] = p.plan.account_for_embedding_and_loss;
+  plan["pipeline_model_parallel_layout"] =
+      p.plan.layout_with_mtp ? nlohmann::json(p.pipeline_layout) : nlohmann::json(nullptr);
   return {{"rank", rank},
           {"alternatives", p.alternatives},
           {"plan", plan},
@@ -106,6 +108,7 @@ void print_plan_table(const PlanSearchResult& r, std::ostream& out) {
                     p.peak_memory_bytes / (1024.0 * 1024.0 * 1024.0), p.dominant_cost.c_str(),
                     p.dominant_cost_s);
       out << line;
+      if (!p.pipeline_layout.empty()) out << "     pipeline_model_parallel_layout: " << p.pipeline_layout << "\n";
       if (!p.alternatives.empty()) {
         out << "     same figures:";
         for (const auto& k : p.alternatives) out << " " << k;

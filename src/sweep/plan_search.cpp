@@ -214,6 +214,8 @@ PlanSearchResult search_plans(const JobSpec& requested, const Catalog& catalog, 
         RankedPlan& p = o.ranked;
         p.plan = candidates[i];
         p.key = plan_key(p.plan);
+        p.pipeline_layout =
+            pipeline_layout_string(p.plan, job.model.num_hidden_layers, job.model.num_nextn_predict_layers);
         p.dp = job.parallel.data_parallel_size;
         p.micro_batches_per_pipeline = micro_batches_per_pipeline(job);
         p.peak_memory_bytes = o.peak_bytes;

@@ -25,10 +25,23 @@ struct PipelineLayout {
   std::optional<int> first;
   std::optional<int> last;
   bool accounted = false;  // embedding and loss counted as layers (Megatron-Core)
+  bool with_mtp = false;   // a layout string counting the embedding, the MTP modules and the loss
   std::vector<int> vpps;
 };
 
-std::vector<PipelineLayout> pipeline_layouts(std::int64_t layers) {
+// Decoder layers per chunk (chunk-major, as ParallelSpec::layout_layers) of a layout_with_mtp
+// split: L + 2 + MTP slots, `per` to a chunk; the embedding takes one slot of the first chunk,
+// the MTP modules and the loss slots of the last.
+std::vector<int> mtp_layout_layers(std::int64_t layers, std::int64_t mtp, int pp, int vpp) {
+  const int chunks = pp * vpp;
+  const auto per = static_cast<int>((layers + 2 + mtp) / chunks);
+  std::vector<int> out(static_cast<std::size_t>(chunks), per);
+  out.front() = per - 1;
+  out.back() = per - 1 - static_cast<int>(mtp);
+  return out;
+}
+
+std::vector<PipelineLayout> pipeline_layouts(std::int64_t layers, std::int64_t mtp) {
   std::vector<PipelineLayout> out;
   for (const int pp : divisors(layers)) {
     PipelineLayout l;
@@ -72,14 +85,33 @@ std::vector<PipelineLayout> pipeline_layouts(std::int64_t layers) {
     }
     if (!l.vpps.empty()) out.push_back(l);
   }
+  // With MTP modules, Megatron-Core's layout string can count them too (the accounted split
+  // above leaves them on the last stage beyond its share): L + 2 + MTP slots over PP x VPP
+  // chunks, each keeping its share, the first at least one layer, the last at least its MTP
+  // modules and the loss. DeepSeek-V3 (61 + 2 + 1 = 64): PP 8 x VPP 4, 2 a chunk.
+  if (mtp > 0) {
+    const std::int64_t mtp_slots = layers + 2 + mtp;
+    for (const int pp : divisors(mtp_slots)) {
+      if (pp < 2) continue;
+      PipelineLayout l;
+      l.pp = pp;
+      l.with_mtp = true;
+      for (const int vpp : divisors(mtp_slots / pp)) {
+        const std::int64_t per = mtp_slots / pp / vpp;
+        if (per >= 2 && per - 1 - mtp >= 0) l.vpps.push_back(vpp);
+      }
+      if (!l.vpps.empty()) out.push_back(l);
+    }
+  }
   std::sort(out.begin(), out.end(), [](const PipelineLayout& a, const PipelineLayout& b) {
-    return std::tie(a.pp, a.accounted, a.first, a.last) < std::tie(b.pp, b.accounted, b.first, b.last);
+    return std::tie(a.pp, a.accounted, a.with_mtp, a.first, a.last) <
+           std::tie(b.pp, b.accounted, b.with_mtp, b.first, b.last);
   });
   return out;
 }
 
 auto as_tuple(const PlanCandidate& c) {
-  return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.account_for_embedding_and_loss,
+  return std::make_tuple(c.global_batch_size, c.tp, c.cp, c.pp, c.account_for_embedding_and_loss, c.layout_with_mtp,
                          c.first_stage_layers.value_or(0),
                          c.last_stage_layers.value_or(0), c.vpp, c.micro_batch_size,
                          static_cast<int>(c.recompute), c.zero_stage, c.ep, c.etp);
@@ -92,6 +124,7 @@ std::string plan_key(const PlanCandidate& c) {
   if (c.first_stage_layers) k += "-first" + std::to_string(*c.first_stage_layers);
   if (c.last_stage_layers) k += "-last" + std::to_string(*c.last_stage_layers);
   if (c.account_for_embedding_and_loss) k += "-embloss";
+  if (c.layout_with_mtp) k += "-embmtploss";
   k += "-vpp" + std::to_string(c.vpp) + "-cp" + std::to_string(c.cp) + "-mbs" +
        std::to_string(c.micro_batch_size) + "-rc:" + to_string(c.recompute) + "-z" +
        std::to_string(c.zero_stage) + "-gbs" + std::to_string(c.global_batch_size);
@@ -112,7 +145,7 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
   micro.erase(std::unique(micro.begin(), micro.end()), micro.end());
   std::vector<int> cps;
   for (int cp = 1; cp <= std::max(1, opts.max_context_parallel); cp *= 2) cps.push_back(cp);
-  const auto layouts = pipeline_layouts(base.model.num_hidden_layers);
+  const auto layouts = pipeline_layouts(base.model.num_hidden_layers, base.model.num_nextn_predict_layers);
   constexpr Recompute kRecompute[] = {Recompute::None, Recompute::Selective, Recompute::Full};
   // The expert grid of a plan with tensor parallelism `tp`: (EP, ETP) pairs. EP: powers of two
   // dividing the routed experts, up to the GPUs. ETP: as the base job writes it, else the plan's
@@ -151,6 +184,7 @@ std::vector<PlanCandidate> enumerate_plans(const JobSpec& base, const PlanSpaceO
                     c.first_stage_layers = layout.first;
                     c.last_stage_layers = layout.last;
                     c.account_for_embedding_and_loss = layout.accounted;
+                    c.layout_with_mtp = layout.with_mtp;
                     c.vpp = vpp;
                     c.micro_batch_size = mbs;
                     c.recompute = rc;
@@ -187,6 +221,21 @@ const char* plan_rule_key(PlanRule r) {
   return "unknown";
 }
 
+std::string pipeline_layout_string(const PlanCandidate& c, std::int64_t layers, std::int64_t mtp_layers) {
+  if (!c.layout_with_mtp) return "";
+  const std::vector<int> n = mtp_layout_layers(layers, mtp_layers, c.pp, c.vpp);
+  const auto ts = [](int k) { return k == 0 ? std::string() : k == 1 ? std::string("t") : "t*" + std::to_string(k); };
+  std::string s = "E" + ts(n.front());
+  if (n.size() > 2) {
+    const std::string middle = ts(n[1]) + "|";
+    s += n.size() == 3 ? "|" + middle : "|(" + middle + ")*" + std::to_string(n.size() - 2);
+  } else {
+    s += "|";
+  }
+  s += ts(n.back()) + (mtp_layers == 1 ? std::string("m") : "m*" + std::to_string(mtp_layers)) + "L";
+  return s;
+}
+
 JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_parallel) {
   JobSpec job = base;
   auto& p = job.parallel;
@@ -198,6 +247,10 @@ JobSpec apply_plan(const JobSpec& base, const PlanCandidate& c, bool sequence_pa
   p.decoder_last_pipeline_num_layers = c.last_stage_layers;
   p.account_for_embedding_in_pipeline_split = c.account_for_embedding_and_loss;
   p.account_for_loss_in_pipeline_split = c.account_for_embedding_and_loss;
+  p.layout_layers.clear();
+  if (c.layout_with_mtp) {
+    p.layout_layers = mtp_layout_layers(job.model.num_hidden_layers, job.model.num_nextn_predict_layers, c.pp, c.vpp);
+  }
   p.zero_stage = c.zero_stage;
   if (c.ep > 0) p.expert_model_parallel_size = c.ep;
   if (c.etp > 0) p.expert_tensor_parallel_size = c.etp;

@@ -44,6 +44,7 @@ struct PlanSearchOptions {
 struct RankedPlan {
   PlanCandidate plan;
   std::string key;                   // plan_key(plan)
+  std::string pipeline_layout;       // pipeline_layout_string(plan, ...): set for layout_with_mtp plans
   std::int64_t dp = 1;
   std::int64_t micro_batches_per_pipeline = 1;
   std::string engine;                // engine of the figures below ("des" | "analytic")

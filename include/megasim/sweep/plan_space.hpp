@@ -49,6 +49,10 @@ struct PlanCandidate {
   // Megatron-Core's account_for_embedding_in_pipeline_split and ..._loss_...: both on for a
   // layout that splits L + 2 "layers" (embedding and loss counted), as the 405B recipes do.
   bool account_for_embedding_and_loss = false;
+  // Models with multi-token prediction: a Megatron-Core pipeline_model_parallel_layout that
+  // splits L + 2 + MTP slots evenly over the PP x VPP chunks, the embedding opening the first
+  // chunk and the MTP modules and the loss closing the last (DeepSeek-V3's "Et|(tt|)*30mL").
+  bool layout_with_mtp = false;
   int vpp = 1;
   std::int64_t micro_batch_size = 1;
   Recompute recompute = Recompute::None;
@@ -65,6 +69,10 @@ std::string plan_key(const PlanCandidate& c);
 
 // Total order used to break ties deterministically (field by field, in declaration order).
 bool canonical_less(const PlanCandidate& a, const PlanCandidate& b);
+
+// The Megatron-Core layout string of a layout_with_mtp candidate of a model with `layers`
+// transformer layers and `mtp_layers` MTP modules (e.g. "Et|(tt|)*30mL"); empty otherwise.
+std::string pipeline_layout_string(const PlanCandidate& c, std::int64_t layers, std::int64_t mtp_layers);
 
 struct PlanSpaceOptions {
   std::vector<std::int64_t> global_batch_sizes;         // empty: the base job's

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "megasim/config/load.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/sweep/plan_space.hpp"
 #include "sweep/sweep_test_util.hpp"
@@ -139,6 +140,48 @@ TEST(PlanSpace, ChecksAgreeWithConfigValidation) {
     ++checked;
   }
   EXPECT_GT(checked, 50);
+}
+
+// A model with MTP modules also gets Megatron-Core layout strings that count them: DeepSeek-V3's
+// 61 layers + embedding + 1 MTP + loss = 64 slots, so PP 8 x VPP 4 at 2 a chunk is the recipe's
+// "Et|(tt|)*30mL". Each generated string, parsed back as a config would, gives the plan's split.
+TEST(PlanSpace, MtpModelsEnumerateLayoutStringsThatRoundTrip) {
+  const auto cat = testing::test_catalog();
+  nlohmann::json j = testing::small_job_json();
+  j["model"] = "deepseek-v3";
+  j["cluster"] = {{"base", "dgx-h100-ndr-clos"}, {"num_gpus", 1024}};
+  j["training"]["seq_length"] = 4096;
+  j["training"]["global_batch_size"] = 8192;
+  j["parallel"] = {{"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1},
+                   {"expert_model_parallel_size", 32}, {"zero_stage", 1}};
+  const JobSpec base = testing::load_with(cat, j, {});
+  int layouts = 0;
+  bool recipe = false;
+  std::set<std::pair<int, int>> seen;
+  for (const auto& p : enumerate_plans(base, small_space())) {
+    if (!p.layout_with_mtp || !seen.insert({p.pp, p.vpp}).second) continue;
+    ++layouts;
+    EXPECT_EQ(64 % (p.pp * p.vpp), 0) << plan_key(p);
+    EXPECT_NE(plan_key(p).find("-embmtploss"), std::string::npos);
+    const std::string layout = pipeline_layout_string(p, 61, 1);
+    if (p.pp == 8 && p.vpp == 4) {
+      recipe = true;
+      EXPECT_EQ(layout, "Et|(t*2|)*30mL");
+    }
+    nlohmann::json c = j;
+    c["parallel"]["pipeline_model_parallel_size"] = p.pp;
+    c["parallel"]["pipeline_model_parallel_layout"] = layout;
+    const JobSpec parsed = parse_job(c, cat, {});
+    EXPECT_EQ(parsed.parallel.virtual_pipeline_model_parallel_size, p.vpp) << layout;
+    EXPECT_EQ(parsed.parallel.layout_layers, apply_plan(base, p).parallel.layout_layers) << layout;
+  }
+  EXPECT_TRUE(recipe);
+  // 64 = 2^6: PP 2..32 with per-chunk shares of at least 2 (PP 2: VPP 1..16, ..., PP 32: VPP 1).
+  EXPECT_EQ(layouts, 5 + 4 + 3 + 2 + 1);
+  // A model without MTP gets none.
+  for (const auto& p : enumerate_plans(testing::load_with(cat, testing::small_job_json(), {}), small_space())) {
+    EXPECT_FALSE(p.layout_with_mtp);
+  }
 }
 
 TEST(PlanSpace, EachRuleFires) {
