@@ -162,7 +162,7 @@ DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
 
 StepReport estimate_step_analytic(const JobSpec& job, const StepCosts& c) {
   const double m = static_cast<double>(c.micro_batches);
-  const StageLoad worst = slowest_stage(c, job.system.pp_overlap);
+  const StageLoad worst = slowest_stage(c, pipeline_transfers_overlap(job));
   const double pace_s = worst.total_s();
 
   // Fill and drain: (p-1) chunk passes of forward+backward, divided by v when interleaved,

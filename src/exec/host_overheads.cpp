@@ -13,8 +13,8 @@ double gc_skew_time_s(const HostOverheads& h, const SystemSpec& sys, std::int64_
   return h.gc_pause_s;
 }
 
-double p2p_sync_gap_time_s(const HostOverheads& h, const SystemSpec& sys, int pipeline_stages) {
-  if (sys.pp_overlap || pipeline_stages <= 1) return 0.0;
+double p2p_sync_gap_time_s(const HostOverheads& h, bool pp_overlap, int pipeline_stages) {
+  if (pp_overlap || pipeline_stages <= 1) return 0.0;
   return h.p2p_sync_gap_s;
 }
 

@@ -101,7 +101,7 @@ void add_host_costs(const Context& ctx, const HostOverheads& host, StepCosts& c)
 
   c.data_loading_s = data_loading_time_s(host, sys, gpn);
   c.gc_skew_s = gc_skew_time_s(host, sys, job.parallel.data_parallel_size);
-  c.launch_overhead_per_chunk_s = p2p_sync_gap_time_s(host, sys, job.parallel.pipeline_model_parallel_size);
+  c.launch_overhead_per_chunk_s = p2p_sync_gap_time_s(host, pipeline_transfers_overlap(job), job.parallel.pipeline_model_parallel_size);
 
   // Straggler hosts: the step waits for the slowest pipeline replica, so one slow host
   // anywhere slows everyone; expected slow-down = slowdown x P(at least one slow host).

@@ -37,7 +37,7 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
   }
   // Communication overlap (section 3.2): only where the dimension exists.
   if (job.parallel.tensor_model_parallel_size > 1) f.push_back(flip("TP overlap", "system.tp_overlap", s.tp_overlap));
-  if (job.parallel.pipeline_model_parallel_size > 1) f.push_back(flip("PP overlap", "system.pp_overlap", s.pp_overlap));
+  if (job.parallel.virtual_pipeline_model_parallel_size > 1) f.push_back(flip("PP overlap", "system.pp_overlap", s.pp_overlap));
   if (job.parallel.data_parallel_size > 1) {
     f.push_back(flip("DP overlap", "system.dp_overlap", s.dp_overlap));
     if (s.dp_overlap) {

@@ -44,7 +44,7 @@ WorkloadOptions workload_options(const JobSpec& job) {
   o.zero_stage = job.parallel.zero_stage;
   o.dp_overlap = job.system.dp_overlap;
   o.dp_prefetch_first_all_gather = job.system.dp_prefetch_first_all_gather;
-  o.pp_overlap = job.system.pp_overlap;
+  o.pp_overlap = pipeline_transfers_overlap(job);
   o.reduce_every_micro_batch = gradients_reduced_every_micro_batch(job);
   return o;
 }

@@ -340,6 +340,15 @@ inline std::int64_t micro_batches_per_pipeline(const JobSpec& job) {
   return m > 1 ? m : 1;
 }
 
+// Whether pipeline transfers run beside compute (system.pp_overlap): only in the interleaved
+// schedule. Megatron-Core reads overlap_p2p_comm in forward_backward_pipelining_with_interleaving
+// alone; its 1F1B schedule without virtual stages blocks on every send and receive
+// (pipeline_parallel/schedules.py). MegaScale's decoupled send and receive is likewise described
+// for interleaved 1F1B (section 3.2).
+inline bool pipeline_transfers_overlap(const JobSpec& job) {
+  return job.system.pp_overlap && job.parallel.virtual_pipeline_model_parallel_size > 1;
+}
+
 // MoE parallel folding: ETP (the job's TP unless written), and expert DP = GPUs / (ETP*EP*PP).
 inline int expert_tensor_parallel_size(const JobSpec& job) {
   return job.parallel.expert_tensor_parallel_size > 0 ? job.parallel.expert_tensor_parallel_size

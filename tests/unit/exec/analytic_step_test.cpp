@@ -24,8 +24,9 @@ StepCosts uniform_costs(int p, int v, std::int64_t m) {
   return c;
 }
 
-JobSpec job_with(bool pp_overlap, bool dp_overlap, bool prefetch) {
+JobSpec job_with(bool pp_overlap, bool dp_overlap, bool prefetch, int vpp = 1) {
   JobSpec j;
+  j.parallel.virtual_pipeline_model_parallel_size = vpp;
   j.system.pp_overlap = pp_overlap;
   j.system.dp_overlap = dp_overlap;
   j.system.dp_prefetch_first_all_gather = prefetch;
@@ -55,8 +56,14 @@ TEST(AnalyticStep, BlockingPipelineTransfersAreExposedTextbook) {
   c.p2p_time_s = 1e-4;
   const auto r = estimate_step_analytic(job_with(false, false, false), c);
   EXPECT_NEAR(r.breakdown.exposed_pp_comm_s, 4e-4 + 2e-4, 1e-12);
+  // pp_overlap without virtual stages: Megatron-Core's plain 1F1B blocks anyway.
   const auto o = estimate_step_analytic(job_with(true, false, false), c);
-  EXPECT_NEAR(o.breakdown.exposed_pp_comm_s, 2e-4, 1e-12);
+  EXPECT_NEAR(o.breakdown.exposed_pp_comm_s, 4e-4 + 2e-4, 1e-12);
+  // Interleaved (v = 2) with overlap only the 2(p-1) fill transfers stay exposed.
+  auto iv = uniform_costs(2, 2, 4);
+  iv.p2p_time_s = 1e-4;
+  const auto io = estimate_step_analytic(job_with(true, false, false, 2), iv);
+  EXPECT_NEAR(io.breakdown.exposed_pp_comm_s, 2e-4, 1e-12);
 }
 
 // DP 4 with a 0.6 s reduce-scatter and a 0.6 s all-gather.

@@ -49,10 +49,13 @@ TEST(Ablation, FlipsFollowTheJobsDimensionsAndSwitches) {
       EXPECT_EQ(f.sets, (std::vector<std::string>{"training.optimizer=lamb", "training.global_batch_size=48"}));
     }
   }
-  // TP 2, PP 2 and a window bring their flips; a screened fleet has no straggler hunting.
+  // TP 2, interleaved PP 2 and a window bring their flips (PP overlap needs virtual stages); a
+  // screened fleet has no straggler hunting.
+  EXPECT_FALSE(has(techniques(ablation_flips(loader(cat)({"parallel.pipeline_model_parallel_size=2"}))),
+                   "PP overlap"));
   const auto more = techniques(ablation_flips(loader(cat)(
       {"parallel.tensor_model_parallel_size=2", "parallel.pipeline_model_parallel_size=2",
-       "model.sliding_window=256", "system.dp_overlap=true", "system.straggler_host_fraction=0"})));
+       "parallel.virtual_pipeline_model_parallel_size=3", "model.sliding_window=256", "system.dp_overlap=true", "system.straggler_host_fraction=0"})));
   EXPECT_TRUE(has(more, "TP overlap"));
   EXPECT_TRUE(has(more, "PP overlap"));
   EXPECT_TRUE(has(more, "sliding-window attention"));
