@@ -152,6 +152,30 @@ void add_expert_fc2_bias_bwd(std::vector<LayerOp>& ops, const Dims& x, const Moe
   ops.back().plain_torch_launches = true;
 }
 
+// Transformer Engine's FP8 GEMMs take their rows in blocks of 16 (32 under MXFP8): when any
+// local expert's rows are not a multiple, Megatron-Core's TEGroupedMLP pads the experts' input
+// (and the routing probabilities) into an aligned buffer before FC1 and unpads FC2's output
+// after it (experts.py quantization_padding / quantization_unpadding; TE v2.9
+// module/fp8_padding.py and fp8_unpadding.py: one fused_multi_row_padding kernel reading and
+// writing every row, the input returned untouched when already aligned). Dropless routing almost
+// never lands every expert on a multiple; a capacity padded to one does. Backward: the mirror
+// copies of the two gradients.
+bool fp8_expert_rows_padded(const Dims& x, const MoeDims& d) {
+  if (!x.fp8) return false;
+  const std::int64_t align = x.fp8_recipe == Fp8Recipe::Mxfp8 ? 32 : 16;
+  for (const std::int64_t r : d.rows)
+    if (r % align != 0) return true;
+  return false;
+}
+// One padding (or unpadding) copy of the experts' rows of `width` elements; `probs` adds the
+// routing probabilities' own small copy (FP32, one per row).
+void add_fp8_row_padding(std::vector<LayerOp>& ops, const Dims& x, const MoeDims& d, const std::string& name,
+                         std::int64_t width, bool probs) {
+  const double rows = dd(d.rows_total);
+  ops.push_back(mem(name, OpKind::Elementwise, 2.0 * rows * dd(width) * x.e + (probs ? 2.0 * rows * 4.0 : 0.0),
+                    probs ? 2 : 1));
+}
+
 // Marks the compute ops from ops[first] on as the routed experts' (LayerOp::expert_side).
 void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
   for (std::size_t i = first; i < ops.size(); ++i) {
@@ -188,11 +212,14 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   const double rows = dd(d.rows_total);
   if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  const bool padded = fp8_expert_rows_padded(x, d);
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, true);
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
   add_moe_activation(ops, job, x);
   add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, false);
   add_expert_fc2_bias_fwd(ops, x, d);
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   mark_expert_side(ops, experts_from);
@@ -212,6 +239,8 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   add_expert_fc2_bias_bwd(ops, x, d);
+  const bool padded = fp8_expert_rows_padded(x, d);
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_output_grad", x.h, false);
   add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
@@ -222,6 +251,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, true);
   if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   mark_expert_side(ops, experts_from);
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));

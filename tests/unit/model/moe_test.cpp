@@ -344,6 +344,41 @@ TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
   EXPECT_FALSE(op_named(layer_forward_ops(test::parse(padded), moe), "ep_dispatch").host_waits_for_gpu);
 }
 
+// Under FP8 TEGroupedMLP copies the experts' rows into a buffer aligned to 16 rows an expert
+// (32 under MXFP8) when any local expert's rows are not a multiple, and back after FC2; backward
+// the mirror copies (Megatron-Core experts.py quantization_padding; TE fused_multi_row_padding).
+// Dropless routing leaves unaligned counts; a capacity of a multiple of 16 does not; BF16 never.
+TEST(Moe, Fp8ExpertRowsArePaddedToTheGemmAlignmentWhenUnaligned) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["training"]["precision"] = "fp8";
+  const LayerKind moe{true, false};
+  auto has = [](const std::vector<LayerOp>& ops, const char* name) {
+    return std::any_of(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+  };
+  const JobSpec dropless = test::parse(j);
+  const auto fwd = layer_forward_ops(dropless, moe);
+  const auto bwd = layer_backward_ops(dropless, moe);
+  const LayerOp& fc1 = op_named(fwd, "expert_fc1");
+  ASSERT_TRUE(std::any_of(fc1.expert_rows.begin(), fc1.expert_rows.end(), [](std::int64_t r) { return r % 16 != 0; }));
+  std::int64_t rows = 0;
+  for (const std::int64_t r : fc1.expert_rows) rows += r;
+  const LayerOp& pad = op_named(fwd, "fp8_pad_expert_input");
+  EXPECT_DOUBLE_EQ(pad.bytes, 2.0 * static_cast<double>(rows) * 2048.0 * 2.0 + 2.0 * static_cast<double>(rows) * 4.0);
+  EXPECT_EQ(pad.kernels, 2);  // the rows and the routing probabilities
+  EXPECT_TRUE(pad.expert_side);
+  EXPECT_TRUE(has(fwd, "fp8_unpad_expert_output"));
+  EXPECT_TRUE(has(bwd, "fp8_pad_expert_output_grad"));
+  EXPECT_TRUE(has(bwd, "fp8_unpad_expert_input_grad"));
+  auto capacity = j;  // 4,096 tokens x 8 / 128 experts x 1.0 = 256 a source, 2,048 an expert: aligned
+  capacity["training"]["moe_expert_capacity_factor"] = 1.0;
+  capacity["training"]["moe_pad_expert_input_to_capacity"] = true;
+  EXPECT_FALSE(has(layer_forward_ops(test::parse(capacity), moe), "fp8_pad_expert_input"));
+  auto bf16 = j;
+  bf16["training"]["precision"] = "bf16";
+  EXPECT_FALSE(has(layer_forward_ops(test::parse(bf16), moe), "fp8_pad_expert_input"));
+}
+
 TEST(Moe, Fp8RecipeIsAKnownNameAndMxfp8NeedsBlackwell) {
   auto j = moe_job("qwen3-30b-a3b");  // on H100s
   j["training"]["fp8_recipe"] = "tensorwise";
