@@ -21,7 +21,7 @@
 //   * the other saved FP8 inputs (the LayerNorm output, the activation output) are transposed
 //     for the wgrad GEMM in the backward (read 1, write 1).
 // The casts' kernels and bytes follow training.fp8_recipe (fp8_casts.cpp: current scaling's amax
-// passes). Not modelled: the amax all-reduce over the TP group under current scaling, the
+// passes; the amax all-reduce over the TP group under current scaling: add_ag). Not modelled: the
 // delayed recipe's amax-history bookkeeping, weight casts (once per step with FP8 parameters),
 // and the 1-byte savings of the fused casts over 16-bit outputs.
 #include "megasim/model/layer_ops.hpp"
@@ -283,8 +283,20 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
 }
 
 // All-gather of the SP shard: `elem_bytes` per element (1 for a LayerNorm output cast to FP8).
+// A sequence-parallel all-gather of this rank's shard. An FP8 one (1 byte an element) gathers a
+// tensor Transformer Engine has just quantized: the input of a column-parallel linear forward,
+// the output gradient of a row-parallel one backward. Under current scaling every TP rank must
+// quantize with one scale, so the quantizer first all-reduces its 4-byte amax over the TP group
+// (TE v2.9 module/linear.py, layernorm_linear.py, layernorm_mlp.py
+// _customize_quantizers_float8_current_scaling: with_amax_reduction on the TP group for a
+// sequence-parallel column input and row grad_output): a latency-bound collective on the
+// compute stream before the gather.
 void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
-  if (x.sp) ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
+  if (!x.sp) return;
+  if (elem_bytes == 1.0 && x.fp8 && x.fp8_recipe == Fp8Recipe::Tensorwise && x.t > 1) {
+    ops.push_back(comm(std::string(name) + "_amax_all_reduce", OpKind::TpAllReduce, 4.0, false));
+  }
+  ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
 }
 void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
   add_ag(ops, x, name, overlap, x.e);

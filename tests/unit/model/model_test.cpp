@@ -197,6 +197,43 @@ TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
   }
 }
 
+// Under current scaling (tensorwise) every TP rank quantizes a gathered tensor with one scale:
+// each FP8 sequence-parallel gather (the column-parallel inputs forward, the row-parallel output
+// gradients backward) is preceded by a 4-byte amax all-reduce over the TP group; delayed scaling
+// and TP 1 have none.
+TEST(LayerOps, CurrentScalingAllReducesTheAmaxBeforeEachFp8Gather) {
+  JobSpec j = gpt175b_megascale();
+  j.training.precision = Precision::Fp8;
+  auto amax_before_gathers = [](const std::vector<LayerOp>& ops) {
+    int amax = 0, fp8_gathers = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].name.find("_amax_all_reduce") != std::string::npos) {
+        ++amax;
+        EXPECT_EQ(ops[i].kind, OpKind::TpAllReduce);
+        EXPECT_DOUBLE_EQ(ops[i].comm_bytes, 4.0);
+        EXPECT_EQ(ops.at(i + 1).kind, OpKind::TpAllGather);  // right before its gather
+      }
+      // FP8 gathers of a freshly quantized tensor; the wgrad GEMMs' re-gathers of saved FP8
+      // inputs (tp_all_gather_wgrad_*) reuse their scale.
+      if (ops[i].kind == OpKind::TpAllGather && ops[i].comm_bytes == 2048.0 * 12288 &&
+          ops[i].name.rfind("tp_all_gather_wgrad", 0) != 0) {
+        ++fp8_gathers;
+      }
+    }
+    return std::make_pair(amax, fp8_gathers);
+  };
+  EXPECT_EQ(amax_before_gathers(layer_forward_ops(j)).first, 0);  // delayed scaling (default)
+  j.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  for (const auto& ops : {layer_forward_ops(j), layer_backward_ops(j)}) {
+    const auto [amax, gathers] = amax_before_gathers(ops);
+    EXPECT_GT(amax, 0);
+    EXPECT_EQ(amax, gathers);
+  }
+  j.parallel.tensor_model_parallel_size = 1;
+  j.parallel.sequence_parallel = false;
+  EXPECT_EQ(amax_before_gathers(layer_forward_ops(j)).first, 0);
+}
+
 // Rotary embeddings: one fused kernel pair (Q, K) per pass reads and writes the local Q and K
 // heads; models with learned positions have none.
 TEST(LayerOps, RopeRotatesQueryAndKeyOncePerPass) {
