@@ -144,6 +144,10 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
     m.rope_yarn = hf_rope_type_is_yarn(r.raw("rope_scaling")) || hf_rope_type_is_yarn(r.raw("rope_parameters"));
   }
   if (m.rope_yarn && !m.rope) throw InputError(r.path_of("rope_yarn"), "YaRN scaling needs rotary embeddings (rope)");
+  if (const auto limit = r.number_opt("swiglu_limit", 0, 1e9)) {
+    if (!(*limit > 0)) throw InputError(r.path_of("swiglu_limit"), "must be > 0 (omit it for no clamp)");
+    m.swiglu_limit = *limit;
+  }
   read_mla(r, m);
   read_moe(r, m);
   read_layer_types(r, m);

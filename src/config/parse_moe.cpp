@@ -90,7 +90,7 @@ std::vector<std::uint8_t> moe_layer_pattern(ObjectReader& r, std::int64_t layers
 // models it: metadata, token ids, inference switches, initialisation and numerics, auxiliary
 // losses and routing details that do not move work (score function, scaling, normalisation).
 // Anything else unread is an error: a key megasim does not understand might change the model.
-constexpr std::array<std::string_view, 48> kHfKeysWithoutCost{
+constexpr std::array<std::string_view, 47> kHfKeysWithoutCost{
     "architectures", "auto_map", "model_type", "torch_dtype", "dtype", "transformers_version", "_name_or_path",
     "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
     "use_cache", "output_router_logits", "output_attentions", "output_hidden_states", "return_dict",
@@ -99,7 +99,7 @@ constexpr std::array<std::string_view, 48> kHfKeysWithoutCost{
     "norm_epsilon", "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "rotary_pct",
     "partial_rotary_factor", "max_window_layers", "router_aux_loss_coef", "aux_loss_alpha", "seq_aux",
     "router_z_loss_coef", "router_jitter_noise", "scoring_func", "norm_topk_prob", "routed_scaling_factor",
-    "topk_method", "swiglu_limit", "ep_size", "classifier_dropout", "embd_pdrop", "summary_type"};
+    "topk_method", "ep_size", "classifier_dropout", "embd_pdrop", "summary_type"};
 
 }  // namespace
 

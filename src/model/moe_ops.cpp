@@ -185,8 +185,31 @@ void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
 
 }  // namespace
 
+// GPT-OSS clamps its gated activation's halves (swiglu_limit): Megatron-Core's
+// weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py, what TEGroupedMLP calls with
+// bias_activation_fusion) runs the clamp as eager ops before its fused kernel: clamp of each half
+// (read + write) and a torch.cat of the two (read + write): 3 launches, 4 element-sizes a
+// FC1-output element. Backward, autograd's clamp_backward per half (where(x <= max) for the gate:
+// le, where; where(x >= min & x <= max) for the linear half: ge, le, logical_and, where) and the
+// chunk's backward, a cat of the two gradients: 7 launches and 5.5 element-sizes + 4 bytes (the
+// boolean masks) an element. DERIVED from that code (tools/measure/mcore_clamped_geglu.py runs
+// it); priced at the elementwise rate.
+namespace {
+void add_activation_clamp_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
+  if (!(job.model.swiglu_limit > 0) || !x.gated) return;
+  ops.push_back(mem("expert_activation_clamp", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 4.0 * x.e, 3));
+  ops.back().expert_side = true;
+}
+void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
+  if (!(job.model.swiglu_limit > 0) || !x.gated) return;
+  ops.push_back(mem("expert_activation_clamp_bwd", OpKind::Elementwise,
+                    dd(d.rows_total) * dd(d.fc1_width) * (5.5 * x.e + 4.0), 7));
+}
+}  // namespace
+
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
+  add_activation_clamp_fwd(ops, job, x, d);
   ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
                     dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
   ops.back().expert_side = true;
@@ -247,6 +270,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
   ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
                     rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
+  add_activation_clamp_bwd(ops, job, x, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));

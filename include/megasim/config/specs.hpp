@@ -77,6 +77,10 @@ struct ModelSpec {
   // YaRN-scaled rotary embeddings (Hugging Face rope_scaling / rope_parameters rope_type "yarn";
   // native key rope_yarn). Megatron-Core applies them unfused (src/model/layer_ops.cpp add_rope).
   bool rope_yarn = false;
+  // Clamp on the gated activation's two halves (Hugging Face swiglu_limit, GPT-OSS's 7.0; 0 = none):
+  // Megatron-Core clamps them in eager ops outside its fused activation kernel
+  // (src/model/moe_ops.cpp add_moe_activation).
+  double swiglu_limit = 0;
   // Dropout probabilities (Megatron-LM's --hidden-dropout / --attention-dropout, default 0.1).
   // At 0 the framework skips the kernel (torch's dropout returns its input for p = 0), so no
   // mask is written or kept and bias-dropout-add is a plain residual add.

@@ -309,6 +309,37 @@ TEST(Moe, BiasedExpertsAddTheirFc2BiasPerExpert) {
                            [](const LayerOp& op) { return op.name == "expert_fc2_bias"; }));
 }
 
+// GPT-OSS clamps its gated activation (Hugging Face swiglu_limit 7.0): Megatron-Core's
+// weighted_bias_quick_geglu_impl clamps each half and concatenates them in eager ops before its
+// fused kernel (3 launches, 4 element-sizes a FC1-output element); autograd's backward of those
+// is 7 launches. A model without the clamp has neither; a clamp of 0 is an error.
+TEST(Moe, ClampedActivationRunsOutsideTheFusedKernel) {
+  EXPECT_DOUBLE_EQ(parse_moe("hf/gpt-oss-120b-config.json").model.swiglu_limit, 7.0);
+  auto j = moe_job("gpt-oss-120b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  const LayerKind moe{true, false};
+  const JobSpec job = test::parse(j);
+  EXPECT_DOUBLE_EQ(job.model.swiglu_limit, 7.0);  // the catalog model carries it
+  const auto fwd = layer_forward_ops(job, moe);
+  const LayerOp& clamp = op_named(fwd, "expert_activation_clamp");
+  const LayerOp& fc1 = op_named(fwd, "expert_fc1");
+  std::int64_t rows = 0;
+  for (const std::int64_t r : fc1.expert_rows) rows += r;
+  EXPECT_EQ(clamp.kernels, 3);
+  EXPECT_DOUBLE_EQ(clamp.bytes, static_cast<double>(rows) * 5760.0 * 4.0 * 2.0);
+  EXPECT_TRUE(clamp.expert_side);
+  EXPECT_EQ(op_named(layer_backward_ops(job, moe), "expert_activation_clamp_bwd").kernels, 7);
+  auto qwen = moe_job("qwen3-30b-a3b");
+  qwen["parallel"]["expert_model_parallel_size"] = 8;
+  const auto plain = layer_forward_ops(test::parse(qwen), moe);
+  EXPECT_TRUE(std::none_of(plain.begin(), plain.end(),
+                           [](const LayerOp& op) { return op.name == "expert_activation_clamp"; }));
+  nlohmann::json model = read_json_file(test::data_dir() / "hf" / "gpt-oss-120b-config.json", "model");
+  model["swiglu_limit"] = 0;
+  j["model"] = model;
+  EXPECT_INPUT_ERROR(test::parse(j), "model.swiglu_limit", "must be > 0");
+}
+
 // Transformer Engine v2.9's launches: GroupedLinear runs one cuBLAS GEMM per local expert;
 // split_quantize fuses the experts' casts into one kernel under delayed scaling only; current
 // scaling (tensorwise) makes four launches per tensor (zero amax, amax, scale, cast) and reads the
