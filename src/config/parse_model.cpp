@@ -144,12 +144,18 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
     m.rope_yarn = hf_rope_type_is_yarn(r.raw("rope_scaling")) || hf_rope_type_is_yarn(r.raw("rope_parameters"));
   }
   if (m.rope_yarn && !m.rope) throw InputError(r.path_of("rope_yarn"), "YaRN scaling needs rotary embeddings (rope)");
-  if (const auto limit = r.number_opt("swiglu_limit", 0, 1e9)) {
-    if (!(*limit > 0)) throw InputError(r.path_of("swiglu_limit"), "must be > 0 (omit it for no clamp)");
-    m.swiglu_limit = *limit;
-  }
   read_mla(r, m);
   read_moe(r, m);
+  // Modelled where Megatron-Core runs it for GPT-OSS: the routed experts' gated activation. Its
+  // dense MLP refuses the fused clamped activation, and the shared experts' clamp is not modelled.
+  if (const auto limit = r.number_opt("swiglu_limit", 0, 1e9)) {
+    if (!(*limit > 0)) throw InputError(r.path_of("swiglu_limit"), "must be > 0 (omit it for no clamp)");
+    if (m.moe.num_experts == 0 || !m.gated_mlp || m.moe.shared_expert_intermediate_size > 0) {
+      throw InputError(r.path_of("swiglu_limit"),
+                       "is modelled for the routed experts of a gated MoE model without shared experts (GPT-OSS)");
+    }
+    m.swiglu_limit = *limit;
+  }
   read_layer_types(r, m);
   m.num_nextn_predict_layers = r.int_opt("num_nextn_predict_layers", 0, kMaxInt).value_or(0);
   if (hf) {

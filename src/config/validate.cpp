@@ -225,6 +225,10 @@ void check_experts(const JobSpec& job) {
                                                          : "training.moe_routing_skew",
                        "routing settings need an MoE model; model \"" + job.model.name + "\" has no routed experts");
     }
+    if (job.system.overlap_moe_expert_parallel_comm) {
+      throw InputError("system.overlap_moe_expert_parallel_comm",
+                       "needs an MoE model; model \"" + job.model.name + "\" has no routed experts");
+    }
     return;
   }
   if (job.model.use_parallel_residual) {
@@ -265,29 +269,7 @@ void check_experts(const JobSpec& job) {
                          " must equal DP " + s(p.data_parallel_size) + ", Megatron-Core's rule)");
   }
   if (job.system.overlap_moe_expert_parallel_comm) {
-    if (ep == 1) {
-      throw InputError("system.overlap_moe_expert_parallel_comm", "needs expert_model_parallel_size > 1");
-    }
-    if (job.training.recompute == Recompute::Full) {
-      throw InputError("system.overlap_moe_expert_parallel_comm",
-                       "cannot be combined with full recompute (Megatron-Core's rule)");
-    }
-    // Megatron-Core's TransformerConfig asserts these too: the merged step is built for the
-    // all-to-all and flex dispatchers, only the interleaved schedule merges with PP > 1, and the
-    // shared experts then run in the merged step's expert node.
-    if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllGather) {
-      throw InputError("system.overlap_moe_expert_parallel_comm",
-                       "needs moe_token_dispatcher_type alltoall or flex (Megatron-Core's rule)");
-    }
-    if (p.pipeline_model_parallel_size > 1 && p.virtual_pipeline_model_parallel_size == 1) {
-      throw InputError("system.overlap_moe_expert_parallel_comm",
-                       "with pipeline_model_parallel_size > 1 needs the interleaved schedule "
-                       "(virtual_pipeline_model_parallel_size > 1; Megatron-Core's rule)");
-    }
-    if (job.system.moe_shared_expert_overlap) {
-      throw InputError("system.overlap_moe_expert_parallel_comm",
-                       "cannot be combined with moe_shared_expert_overlap (Megatron-Core's rule)");
-    }
+    if (const char* why = merged_a2a_overlap_refusal(job)) throw InputError("system.overlap_moe_expert_parallel_comm", why);
   }
 }
 

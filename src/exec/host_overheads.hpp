@@ -20,7 +20,8 @@ double gc_skew_time_s(const HostOverheads& h, const SystemSpec& sys, std::int64_
 
 // GPU idle per chunk pass from Megatron's torch.cuda.synchronize() after every batched,
 // blocking pipeline send/recv: the queue drains and the GPU waits for the host to issue the
-// next chunk. MegaScale's asynchronous pipeline communication (pp_overlap) removes it.
+// next chunk. Asynchronous pipeline communication removes it (`pp_overlap`: system.pp_overlap
+// where it applies, the interleaved schedule; pipeline_transfers_overlap in config/specs.hpp).
 double p2p_sync_gap_time_s(const HostOverheads& h, bool pp_overlap, int pipeline_stages);
 
 }  // namespace megasim

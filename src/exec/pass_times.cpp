@@ -131,12 +131,6 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
     t.cp_comm_s += comm_op_time_s(c, op, op.comm_bytes);
     return;
   }
-  if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
-    const double s = comm_op_time_s(c, op, op.comm_bytes);
-    (t.ep_comm_s > 0 ? t.second_exchange_s : t.first_exchange_s) += s;
-    t.ep_comm_s += s;
-    return;
-  }
   if (c.tp_group.ranks <= 1) return;
   if (te_userbuffers(c.job) && op.tp_overlap_path) return te_userbuffers_collective(c, p, i, t);
   // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
@@ -188,8 +182,15 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   }
   const PassState state{ops, op_s, chunks};
   double host_launch_s = 0;  // the host's time to launch the pass's compute kernels
+  int ep_exchanges = 0;      // EP dispatch / combine ops met so far (PassTimes::first_exchange_s)
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
+    if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
+      const double s = comm_op_time_s(c, op, op.comm_bytes);
+      t.ep_comm_s += s;
+      (ep_exchanges++ == 0 ? t.first_exchange_s : t.second_exchange_s) += s;
+      continue;
+    }
     if (is_communication(op.kind)) {
       time_collective(c, state, i, t);
       continue;

@@ -282,8 +282,7 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   return op;
 }
 
-// All-gather of the SP shard: `elem_bytes` per element (1 for a LayerNorm output cast to FP8).
-// A sequence-parallel all-gather of this rank's shard. An FP8 one (1 byte an element) gathers a
+// A sequence-parallel all-gather of this rank's shard, `elem_bytes` an element. An FP8 one (1) gathers a
 // tensor Transformer Engine has just quantized: the input of a column-parallel linear forward,
 // the output gradient of a row-parallel one backward. Under current scaling every TP rank must
 // quantize with one scale, so the quantizer first all-reduces its 4-byte amax over the TP group

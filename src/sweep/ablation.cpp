@@ -60,10 +60,12 @@ std::vector<AblationFlip> ablation_flips(const JobSpec& job) {
     f.push_back(flip("forced expert balance", "training.moe_router_force_load_balancing",
                      job.training.moe_router_force_load_balancing));
     if (job.parallel.expert_model_parallel_size > 1) {
-      if (job.model.moe.shared_expert_intermediate_size > 0) {
+      // The two overlaps exclude each other (Megatron-Core's rule): each is offered only while
+      // the other is off, and the 1F1B one only where Megatron-Core runs it (validate.cpp).
+      if (job.model.moe.shared_expert_intermediate_size > 0 && !s.overlap_moe_expert_parallel_comm) {
         f.push_back(flip("shared-expert overlap", "system.moe_shared_expert_overlap", s.moe_shared_expert_overlap));
       }
-      if (job.training.recompute != Recompute::Full) {
+      if (merged_a2a_overlap_refusal(job) == nullptr) {
         f.push_back(flip("1F1B all-to-all overlap", "system.overlap_moe_expert_parallel_comm",
                          s.overlap_moe_expert_parallel_comm));
       }

@@ -214,7 +214,7 @@ const char* plan_rule_key(PlanRule r) {
     case PlanRule::SeqDivisibleBy2Cp: return "seq_length_divisible_by_2cp";
     case PlanRule::SeqPerCpDivisibleByTp: return "seq_per_cp_rank_divisible_by_tp";
     case PlanRule::ExpertGridDividesGpus: return "num_gpus_divisible_by_etp_ep_pp";
-    case PlanRule::MergedA2aOverlapRules: return "a2a_overlap_needs_ep_interleaving_no_full_recompute";
+    case PlanRule::MergedA2aOverlapRules: return "a2a_overlap_megatron_core_rules";
     case PlanRule::Memory: return "memory";
     case PlanRule::CostModelError: return "cost_model_error";
   }
@@ -224,7 +224,8 @@ const char* plan_rule_key(PlanRule r) {
 std::string pipeline_layout_string(const PlanCandidate& c, std::int64_t layers, std::int64_t mtp_layers) {
   if (!c.layout_with_mtp) return "";
   const std::vector<int> n = mtp_layout_layers(layers, mtp_layers, c.pp, c.vpp);
-  const auto ts = [](int k) { return k == 0 ? std::string() : k == 1 ? std::string("t") : "t*" + std::to_string(k); };
+  // Megatron's own spelling: short runs written out ("tt"), longer ones as "t*N".
+  const auto ts = [](int k) { return k <= 3 ? std::string(static_cast<std::size_t>(k), 't') : "t*" + std::to_string(k); };
   std::string s = "E" + ts(n.front());
   if (n.size() > 2) {
     const std::string middle = ts(n[1]) + "|";
@@ -293,10 +294,8 @@ std::optional<PlanRule> first_broken_rule(const JobSpec& job) {
         expert_data_parallel_size(job) != p.data_parallel_size) {
       return PlanRule::ExpertGridDividesGpus;
     }
-    // The job's 1F1B all-to-all overlap under Megatron-Core's rules (validate.cpp check_experts).
-    if (job.system.overlap_moe_expert_parallel_comm &&
-        (p.expert_model_parallel_size == 1 || t.recompute == Recompute::Full ||
-         (p.pipeline_model_parallel_size > 1 && p.virtual_pipeline_model_parallel_size == 1))) {
+    // The job's 1F1B all-to-all overlap under Megatron-Core's rules (the validator's list).
+    if (job.system.overlap_moe_expert_parallel_comm && merged_a2a_overlap_refusal(job) != nullptr) {
       return PlanRule::MergedA2aOverlapRules;
     }
   }

@@ -353,6 +353,34 @@ inline bool pipeline_transfers_overlap(const JobSpec& job) {
   return job.system.pp_overlap && job.parallel.virtual_pipeline_model_parallel_size > 1;
 }
 
+// Why Megatron-Core would refuse system.overlap_moe_expert_parallel_comm for this job (its
+// TransformerConfig asserts, megatron/core/transformer/transformer_config.py), or nullptr. One
+// list for the validator, the planner and ablate. The merged 1F1B step is built for expert
+// parallelism with the all-to-all or flex dispatcher, merges only in the interleaved schedule
+// when PP > 1, runs the shared experts in its own expert node, and takes at most one MTP module;
+// full recompute is refused, and (Megatron-Core 2026) recomputing the whole MoE block.
+inline const char* merged_a2a_overlap_refusal(const JobSpec& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  if (p.expert_model_parallel_size <= 1) return "needs expert_model_parallel_size > 1";
+  if (t.recompute == Recompute::Full) return "cannot be combined with full recompute (Megatron-Core's rule)";
+  if (t.recompute == Recompute::Selective && t.recompute_modules.moe) {
+    return "cannot be combined with recompute_modules \"moe\" (Megatron-Core's rule)";
+  }
+  if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllGather) {
+    return "needs moe_token_dispatcher_type alltoall or flex (Megatron-Core's rule)";
+  }
+  if (p.pipeline_model_parallel_size > 1 && p.virtual_pipeline_model_parallel_size == 1) {
+    return "with pipeline_model_parallel_size > 1 needs the interleaved schedule "
+           "(virtual_pipeline_model_parallel_size > 1; Megatron-Core's rule)";
+  }
+  if (job.system.moe_shared_expert_overlap) return "cannot be combined with moe_shared_expert_overlap (Megatron-Core's rule)";
+  if (job.model.num_nextn_predict_layers > 1) {
+    return "supports at most 1 MTP module (num_nextn_predict_layers; Megatron-Core's rule)";
+  }
+  return nullptr;
+}
+
 // MoE parallel folding: ETP (the job's TP unless written), and expert DP = GPUs / (ETP*EP*PP).
 inline int expert_tensor_parallel_size(const JobSpec& job) {
   return job.parallel.expert_tensor_parallel_size > 0 ? job.parallel.expert_tensor_parallel_size

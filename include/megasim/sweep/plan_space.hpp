@@ -97,6 +97,7 @@ enum class PlanRule {
                                  //   pp-first with PP > 1 needs ETP*EP = TP*CP
   MergedA2aOverlapRules,         // the job's overlap_moe_expert_parallel_comm: Megatron-Core needs
                                  //   EP > 1, the interleaved schedule when PP > 1, no full recompute
+                                 //   and no recompute of the whole MoE block
   Memory,                        // peak memory per GPU exceeds the GPU's capacity
   CostModelError,                // the step cost model threw (a plan it cannot represent)
 };

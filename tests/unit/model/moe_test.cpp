@@ -153,6 +153,28 @@ TEST(Moe, BadInputsNameTheField) {
   EXPECT_INPUT_ERROR(test::parse(j), "parallel.sequence_parallel", "needs sequence parallelism");
 }
 
+// The 1F1B all-to-all overlap under Megatron-Core's TransformerConfig rules (one list,
+// merged_a2a_overlap_refusal, for the validator, the planner and ablate).
+TEST(Moe, MergedOverlapFollowsMegatronCoresRules) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["system"]["overlap_moe_expert_parallel_comm"] = true;
+  EXPECT_NO_THROW(test::parse(j));
+  auto dense = j;
+  dense["model"] = "llama-3.1-8b";
+  dense["parallel"].erase("expert_model_parallel_size");
+  EXPECT_INPUT_ERROR(test::parse(dense), "system.overlap_moe_expert_parallel_comm", "needs an MoE model");
+  auto moe_recompute = j;
+  moe_recompute["training"]["recompute"] = "selective";
+  moe_recompute["training"]["recompute_modules"] = {"moe"};
+  EXPECT_INPUT_ERROR(test::parse(moe_recompute), "system.overlap_moe_expert_parallel_comm", "recompute_modules");
+  auto mtp = j;
+  mtp["model"] = read_json_file(test::data_dir() / "hf" / "deepseek-v3-config.json", "model");
+  mtp["model"]["num_nextn_predict_layers"] = 2;
+  mtp["parallel"]["expert_model_parallel_size"] = 64;
+  EXPECT_INPUT_ERROR(test::parse(mtp), "system.overlap_moe_expert_parallel_comm", "at most 1 MTP module");
+}
+
 TEST(Moe, PipelineLayoutPlacesDeepSeekV3sLayersAndMtp) {
   auto j = moe_job("deepseek-v3");
   j["cluster"]["num_gpus"] = 1024;
@@ -338,6 +360,13 @@ TEST(Moe, ClampedActivationRunsOutsideTheFusedKernel) {
   model["swiglu_limit"] = 0;
   j["model"] = model;
   EXPECT_INPUT_ERROR(test::parse(j), "model.swiglu_limit", "must be > 0");
+  nlohmann::json dense = read_json_file(test::data_dir() / "hf" / "mixtral-8x7b-config.json", "model");
+  dense.erase("num_local_experts");
+  dense.erase("num_experts_per_tok");
+  dense["swiglu_limit"] = 7.0;
+  auto dj = moe_job("qwen3-30b-a3b");
+  dj["model"] = dense;
+  EXPECT_INPUT_ERROR(test::parse(dj), "model.swiglu_limit", "routed experts of a gated MoE model");
 }
 
 // Transformer Engine v2.9's launches: GroupedLinear runs one cuBLAS GEMM per local expert;

@@ -166,7 +166,7 @@ TEST(PlanSpace, MtpModelsEnumerateLayoutStringsThatRoundTrip) {
     const std::string layout = pipeline_layout_string(p, 61, 1);
     if (p.pp == 8 && p.vpp == 4) {
       recipe = true;
-      EXPECT_EQ(layout, "Et|(t*2|)*30mL");
+      EXPECT_EQ(layout, "Et|(tt|)*30mL");  // the recipe's own string
     }
     nlohmann::json c = j;
     c["parallel"]["pipeline_model_parallel_size"] = p.pp;
@@ -176,6 +176,11 @@ TEST(PlanSpace, MtpModelsEnumerateLayoutStringsThatRoundTrip) {
     EXPECT_EQ(parsed.parallel.layout_layers, apply_plan(base, p).parallel.layout_layers) << layout;
   }
   EXPECT_TRUE(recipe);
+  // Two MTP modules close the last chunk: 60 + 2 + 2 = 64 slots, PP 2: 31 layers, then 29 and m*2.
+  PlanCandidate two;
+  two.pp = 2;
+  two.layout_with_mtp = true;
+  EXPECT_EQ(pipeline_layout_string(two, 60, 2), "Et*31|t*29m*2L");
   // 64 = 2^6: PP 2..32 with per-chunk shares of at least 2 (PP 2: VPP 1..16, ..., PP 32: VPP 1).
   EXPECT_EQ(layouts, 5 + 4 + 3 + 2 + 1);
   // A model without MTP gets none.

@@ -23,9 +23,6 @@ TEST(Schedule, OneFOneBWarmupTextbook) {
   EXPECT_EQ(warmup_passes(4, 1, 2, 0), 2);  // capped by m
 }
 
-// Interleaved, p = 2, v = 2, m = 4: Megatron's warm-up is (p-s-1)*2 + (v-1)*p = 4 on stage 0
-// and 2 on stage 1. Virtual pass k maps to chunk (k/p)%v and micro-batch (k/(p v))*p + k%p:
-// forward order on every stage is (c0,m0) (c0,m1) (c1,m0) (c1,m1) (c0,m2) (c0,m3) ...
 // Megatron-Core's merged 1F1B (overlap_moe_expert_parallel_comm) adds one warm-up forward
 // (schedules.py get_pp_rank_microbatches), so that each merged forward and backward are
 // independent; PP 1 too (combined_1f1b.py: the first forward runs alone).
@@ -42,6 +39,9 @@ TEST(Schedule, MergedOneFOneBRunsOneMoreWarmUpForward) {
   EXPECT_EQ(s1[5], (ChunkPass{false, 0, 2}));  // the last backward runs alone
 }
 
+// Interleaved, p = 2, v = 2, m = 4: Megatron's warm-up is (p-s-1)*2 + (v-1)*p = 4 on stage 0
+// and 2 on stage 1. Virtual pass k maps to chunk (k/p)%v and micro-batch (k/(p v))*p + k%p:
+// forward order on every stage is (c0,m0) (c0,m1) (c1,m0) (c1,m1) (c0,m2) (c0,m3) ...
 TEST(Schedule, InterleavedOrderTextbook) {
   EXPECT_EQ(warmup_passes(2, 2, 4, 0), 4);
   EXPECT_EQ(warmup_passes(2, 2, 4, 1), 2);
