@@ -57,6 +57,20 @@ def timed(fn, reps=REPS, warm=WARM, flush=None, batch_s=2e-3):
     return max(t_both - t_flush, 0.0)
 
 
+def time_causal_sdpa(q, k, v, go, backend, flush=None):
+    """Seconds of one causal torch SDPA forward and of forward + backward (the gradient taken
+    with autograd.grad, no leaf accumulation) with `backend` forced, each as timed()."""
+    import torch.nn.attention
+    import torch.nn.functional as F
+    with torch.nn.attention.sdpa_kernel(backend):
+        t_f = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), flush=flush)
+
+        def fb():
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            torch.autograd.grad(o, (q, k, v), go)
+        return t_f, timed(fb, flush=flush)
+
+
 def make_flush():
     buf = torch.empty(512 * 2**20, dtype=torch.uint8, device="cuda")
     return lambda: buf.zero_()

@@ -21,10 +21,10 @@ import sys
 
 import torch
 import torch.nn.attention
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_attention_h200 import DT, device_info, make_flush, start_measurement, timed, write_measurement  # noqa: E402
+from gemm_attention_h200 import (DT, device_info, make_flush, start_measurement,  # noqa: E402
+                                 time_causal_sdpa, write_measurement)
 
 PEAK_BF16 = 989.4e12  # H100/H200 SXM dense BF16, as fit_gemm_profile.py
 
@@ -41,14 +41,7 @@ def rows():
                 go = torch.randn(1, h, s, dv, dtype=DT, device="cuda")
                 row = {"seq": s, "heads": h, "d_qk": dqk, "d_v": dv}
                 try:
-                    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                        fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                        t_f = timed(fwd, flush=flush)
-
-                        def fb():
-                            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                            torch.autograd.grad(o, (q, k, v), go)
-                        t_fb = timed(fb, flush=flush)
+                    t_f, t_fb = time_causal_sdpa(q, k, v, go, torch.nn.attention.SDPBackend.CUDNN_ATTENTION, flush)
                 except RuntimeError as e:
                     row["error"] = str(e)[:300]
                     out.append(row)
