@@ -21,6 +21,13 @@ is divided by N; median of REPS such loops. The GPU time per call is timed with 
 the same loop. Also recorded: the CPU model and Python/torch versions (the issue ran a 2025
 PyTorch; this host's is newer).
     python3 tools/measure/host_linear_overhead.py --out bench/data/h100-host-linear-overhead.json
+
+STATUS: run six times on one lent H100 host (Intel Xeon, 16 cores; torch 2.11), 2026-12-07,
+beside two runs of moe_host_sync_h200.py (bench/data/h100-moe-host-sync-host4.json, -run2):
+bench/data/h100-host-linear-overhead.json and -run2..-run6, autograd host 32.1, 18.6, 28.6, 20.2,
+18.1, 18.0 us a Linear forward (GPU 95-105 us, the issue's 100); the plain layer 26.7 and 18.5 us a
+launch in its two runs. The host itself moves by 1.8x between processes, so the pair gives a DGX
+H100 per-launch rate of 13.9-19.4 us (13.48 x layer / Linear); the profiles' 16.3 us lies inside.
 """
 import platform
 import statistics

@@ -28,7 +28,9 @@ bench/data/h100-mcore-cross-entropy-run2.json (with them); the two agree within 
 Both runs' backward included the harness adding each gradient into x.grad (x was a leaf reused
 across calls): about 5 B a logit and one kernel that Megatron never runs. The script now takes
 the gradient without accumulating; te_cross_entropy.py's run (fresh logits per call) measured
-the fused path's backward without it. The unfused figures await a re-run.
+the fused path's backward without it. Re-run on a lent H100 on 2026-12-07 without it:
+bench/data/h100-mcore-cross-entropy-run3.json (unfused backward 12.4-15.5 B a logit, median 15.3,
+where the first two runs read 19.3-19.8; 10-16 kernels).
 """
 import argparse
 import os

@@ -15,6 +15,11 @@ refuses is recorded with its error. Method as gemm_attention_h200.py: median of 
 back-to-back launches after warm-up, a 512 MiB L2 flush before each call with its time
 subtracted; backward = forward+backward minus forward.
     python3 tools/measure/mla_attention.py --out bench/data/h100-mla-attention.json
+
+STATUS: run on a lent H100 80GB HBM3 (torch 2.11, cuDNN 9.x), 2026-12-07:
+bench/data/h100-mla-attention.json. Forward: 192/128 at 0.98-0.99 of 128/128's rate (574 vs 582
+TFLOP/s at 4,096 tokens and 64 heads, 619 vs 627 at 8,192). Backward: 0.89-0.90 (414 vs 464, 430
+vs 476); 192/192 much slower backward (0.68). Not yet a profile figure.
 """
 import os
 import sys
