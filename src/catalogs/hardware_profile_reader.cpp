@@ -20,13 +20,39 @@ const nlohmann::json& obj(const nlohmann::json& j, const std::string& path, cons
   return j.at(key);
 }
 
+// Optional {"value": [[head_dim, ratio], ...], "source": "..."}: head dims above 128 in
+// ascending order, ratios in (0, 2].
+std::vector<std::pair<double, double>> head_dim_points(const nlohmann::json& o, const std::string& p) {
+  std::vector<std::pair<double, double>> out;
+  if (!o.contains("head_dim_above_128")) return out;
+  const std::string path = join_path(p, "head_dim_above_128");
+  const auto& f = o.at("head_dim_above_128");
+  if (!f.is_object() || !f.contains("value") || !f.at("value").is_array() || !f.contains("source") ||
+      !f.at("source").is_string() || f.at("source").get<std::string>().empty() || f.size() != 2) {
+    throw InputError(path, "must be {\"value\": [[head_dim, ratio], ...], \"source\": \"...\"}");
+  }
+  double last = 128;
+  for (const auto& pt : f.at("value")) {
+    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number()) {
+      throw InputError(path, "each point must be [head_dim, ratio]");
+    }
+    const double d = pt[0].get<double>(), r = pt[1].get<double>();
+    if (!(d > last) || !(r > 0 && r <= 2)) {
+      throw InputError(path, "head dims must rise above 128 and ratios lie in (0, 2]");
+    }
+    out.emplace_back(d, r);
+    last = d;
+  }
+  return out;
+}
+
 AttentionParams attn(const nlohmann::json& j, const std::string& path, const char* key) {
   const auto& o = obj(j, path, key);
   const std::string p = join_path(path, key);
-  require_known_keys(o, p, {"max_efficiency", "seq_half", "head_dim_alpha", "dropout_efficiency"});
+  require_known_keys(o, p, {"max_efficiency", "seq_half", "head_dim_alpha", "dropout_efficiency", "head_dim_above_128"});
   return AttentionParams{sourced_figure(o, p, "max_efficiency", 0.01, 1.0), sourced_figure(o, p, "seq_half", 0, 1e6),
                          sourced_figure(o, p, "head_dim_alpha", 0, 4),
-                         sourced_figure(o, p, "dropout_efficiency", 0.01, 1.0)};
+                         sourced_figure(o, p, "dropout_efficiency", 0.01, 1.0), head_dim_points(o, p)};
 }
 
 // The fitted fields of a GEMM block (gemm, gemm_fp8): peak fraction, k ramp, tiles, wave tail.

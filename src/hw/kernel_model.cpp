@@ -8,6 +8,19 @@
 
 namespace megasim {
 namespace {
+
+// AttentionParams::head_dim_above_128 at head_dim d: 1 up to 128, linear between the points,
+// the last point's ratio beyond them.
+double head_dim_above_128_ratio(const AttentionParams& a, double d) {
+  double d0 = 128, r0 = 1;
+  for (const auto& [d1, r1] : a.head_dim_above_128) {
+    if (d <= d1) return d <= d0 ? r0 : r0 + (r1 - r0) * (d - d0) / (d1 - d0);
+    d0 = d1;
+    r0 = r1;
+  }
+  return r0;
+}
+
 double dd(std::int64_t v) { return static_cast<double>(v); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -128,11 +141,12 @@ double attention_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precision
   }
   const AttentionParams& a = fused_attention_params(hw, kind, backward);
   // Efficiency ramps with the attended span per query (longer inner loops amortise the tile
-  // prologue) and drops for head_dim below 128 (smaller MMAs per loaded tile).
+  // prologue), drops for head_dim below 128 (smaller MMAs per loaded tile) and above it follows
+  // the profile's measured points (larger tiles, fewer in flight).
   const double span_mean = pairs / s;
   const double eff = a.max_efficiency * (2.0 * span_mean) / (2.0 * span_mean + a.seq_half) *
                      std::pow(std::min(1.0, dd(head_dim) / 128.0), a.head_dim_alpha) *
-                     (dropout ? a.dropout_efficiency : 1.0);
+                     head_dim_above_128_ratio(a, dd(head_dim)) * (dropout ? a.dropout_efficiency : 1.0);
   return hw.gemm.latency_s + flops / (peak * eff);
 }
 

@@ -19,7 +19,8 @@ subtracted; backward = forward+backward minus forward.
 STATUS: run on a lent H100 80GB HBM3 (torch 2.11, cuDNN 9.x), 2026-12-07:
 bench/data/h100-mla-attention.json. Forward: 192/128 at 0.98-0.99 of 128/128's rate (574 vs 582
 TFLOP/s at 4,096 tokens and 64 heads, 619 vs 627 at 8,192). Backward: 0.89-0.90 (414 vs 464, 430
-vs 476); 192/192 much slower backward (0.68). Not yet a profile figure.
+vs 476); 192/192 much slower backward (0.68). configs/hw/hopper.json's cuDNN blocks carry
+the means as head_dim_above_128 points.
 """
 import os
 import sys

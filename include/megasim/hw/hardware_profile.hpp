@@ -1,4 +1,6 @@
 #pragma once
+#include <utility>
+#include <vector>
 // Hardware-efficiency profile of one GPU generation (configs/hw/<name>.json, read by
 // megasim/catalogs/hardware_profile_reader.hpp). The kernel-time model's form is the same for
 // every GPU; only these fitted or cited parameters differ.
@@ -34,6 +36,10 @@ struct AttentionParams {
   double seq_half = 0;
   double head_dim_alpha = 0;
   double dropout_efficiency = 1;
+  // Measured rate relative to head_dim 128 for head dims above it, as (head_dim, ratio) points
+  // in ascending head_dim (an MLA kernel counts as the mean of its query/key and value dims);
+  // linear between 128 (ratio 1) and the points, the last ratio beyond them. Empty: ratio 1.
+  std::vector<std::pair<double, double>> head_dim_above_128;
 };
 
 struct HardwareProfile {

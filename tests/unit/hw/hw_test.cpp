@@ -202,6 +202,45 @@ TEST(Attention, KernelsOrdered) {
 
 // Attention dropout slows the fused kernels by their measured factor (cuDNN's forward halves:
 // it draws the random numbers and writes no mask, but the draws cost as much as the math).
+// cuDNN's fused attention above head_dim 128 follows the profile's measured points
+// (bench/data/h100-mla-attention.json): MLA's 192/128 heads (mean 160) backward at 0.886 of the
+// 128-head rate, 192/192 at 0.696, forward 0.983 and 1.052; linear between, held beyond. The
+// FLOPs scale with head_dim, so time per FLOP is what the ratio moves.
+TEST(Attention, CudnnHeadDimsAbove128FollowTheMeasuredPoints) {
+  const HardwareProfile hw = load("hopper");
+  auto per_dim = [&](bool backward, std::int64_t d) {
+    return attention_time_s(hw, kH200, Precision::Bf16, AttentionKernel::CudnnFused, backward, 1, 64, 4096, 4096, d,
+                            true, false) -
+           hw.gemm.latency_s;
+  };
+  auto ratio = [&](bool backward, std::int64_t d) {  // rate at d over the rate at 128
+    return (per_dim(backward, 128) / 128.0) / (per_dim(backward, d) / static_cast<double>(d));
+  };
+  EXPECT_NEAR(ratio(true, 160), 0.886, 1e-9);
+  EXPECT_NEAR(ratio(true, 192), 0.696, 1e-9);
+  EXPECT_NEAR(ratio(true, 176), 0.886 + (0.696 - 0.886) * 0.5, 1e-9);
+  EXPECT_NEAR(ratio(true, 256), 0.696, 1e-9);
+  EXPECT_NEAR(ratio(false, 160), 0.983, 1e-9);
+  EXPECT_NEAR(ratio(true, 144), 1.0 + (0.886 - 1.0) * 0.5, 1e-9);
+  // A profile without the points: ratio 1 (Blackwell's cuDNN block has none measured).
+  ASSERT_TRUE(load("blackwell").cudnn_fused_bwd.has_value());
+  EXPECT_TRUE(load("blackwell").cudnn_fused_bwd->head_dim_above_128.empty());
+}
+
+TEST(Profile, HeadDimPointsMustRiseAndBeSourced) {
+  std::ifstream f(std::string(MEGASIM_SOURCE_DIR) + "/configs/hw/hopper.json");
+  const auto base = nlohmann::json::parse(f);
+  auto bad = base;
+  bad["attention"]["cudnn_fused_backward"]["head_dim_above_128"]["value"] = {{192, 0.7}, {160, 0.9}};
+  EXPECT_THROW(load_hardware_profile(bad, "hw.hopper"), InputError);
+  bad = base;
+  bad["attention"]["cudnn_fused_backward"]["head_dim_above_128"].erase("source");
+  EXPECT_THROW(load_hardware_profile(bad, "hw.hopper"), InputError);
+  bad = base;
+  bad["attention"]["cudnn_fused_backward"]["head_dim_above_128"]["value"] = {{160, 0.0}};
+  EXPECT_THROW(load_hardware_profile(bad, "hw.hopper"), InputError);
+}
+
 TEST(Attention, DropoutCostsTheMeasuredFactor) {
   const HardwareProfile hw = load("hopper");
   auto t = [&](AttentionKernel k, bool bwd, bool dropout) {
