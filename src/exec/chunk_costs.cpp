@@ -124,15 +124,15 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
     ch.fwd_ep_exposed_s = f.ep_merged_exposed_s;
     ch.bwd_ep_exposed_s = b.ep_merged_exposed_s;
   } else if (sys.moe_shared_expert_overlap) {
-    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s, f.shared_expert_s, c.ep_overlap_slowdown);
-    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s, b.shared_expert_s, c.ep_overlap_slowdown);
+    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s(), f.shared_expert_s, c.ep_overlap_slowdown);
+    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s(), b.shared_expert_s, c.ep_overlap_slowdown);
   } else {
-    ch.fwd_ep_exposed_s = f.ep_comm_s;
-    ch.bwd_ep_exposed_s = b.ep_comm_s;
+    ch.fwd_ep_exposed_s = f.ep_comm_s();
+    ch.bwd_ep_exposed_s = b.ep_comm_s();
   }
   // A pass the merged schedule runs alone (warm-up, cool-down) has nothing to hide behind.
-  ch.fwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? f.ep_comm_s : ch.fwd_ep_exposed_s;
-  ch.bwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? b.ep_comm_s : ch.bwd_ep_exposed_s;
+  ch.fwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? f.ep_comm_s() : ch.fwd_ep_exposed_s;
+  ch.bwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? b.ep_comm_s() : ch.bwd_ep_exposed_s;
 }
 
 }  // namespace

@@ -186,9 +186,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
-      const double s = comm_op_time_s(c, op, op.comm_bytes);
-      t.ep_comm_s += s;
-      (ep_exchanges++ == 0 ? t.first_exchange_s : t.second_exchange_s) += s;
+      (ep_exchanges++ == 0 ? t.first_exchange_s : t.second_exchange_s) += comm_op_time_s(c, op, op.comm_bytes);
       continue;
     }
     if (is_communication(op.kind)) {

@@ -134,8 +134,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
   if (is_moe(job.model)) {
     const PassTimes f = time_ops(ctx, moe_block_forward_ops(job), host_s_per_launch(ctx, true, PassDirection::Forward));
     const PassTimes b = time_ops(ctx, moe_block_backward_ops(job), host_s_per_launch(ctx, true, PassDirection::Backward));
-    c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + f.ep_comm_s;
-    c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + b.ep_comm_s;
+    c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + f.ep_comm_s();
+    c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + b.ep_comm_s();
     if (ep_on_fabric != nullptr) {
       c.ep_priced_on_fabric = ep_on_fabric->priced_on_fabric();
       c.ep_groups_simulated = static_cast<std::int64_t>(ep_on_fabric->groups().size());
@@ -146,7 +146,7 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
   c.vpp = job.parallel.virtual_pipeline_model_parallel_size;
   c.dp = job.parallel.data_parallel_size;
   c.micro_batches = micro_batches_per_pipeline(job);
-  c.extra_warmup_passes = job.system.overlap_moe_expert_parallel_comm ? 1 : 0;
+  c.extra_warmup_passes = extra_warmup_passes(job);
   c.chunks = stage_chunk_costs(ctx, passes, ov);
   add_p2p_costs(ctx, c);
   add_dp_costs(ctx, c);

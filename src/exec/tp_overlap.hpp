@@ -28,7 +28,6 @@ struct PassTimes {
   double async_comm_s = 0;
   double async_exposed_s = 0;  //   what of them stays exposed, with the SM-sharing slow-down
   double cp_comm_s = 0;     // context-parallel exchange
-  double ep_comm_s = 0;     // MoE dispatch and combine over the expert-parallel group
   double shared_expert_s = 0;  // the shared experts' kernels (what shared-expert overlap hides EP behind)
   int kernels = 0;          // kernel launches
   double host_wait_s = 0;   // GPU idle after a host wait mid-pass (dropless MoE), in compute_s
@@ -42,6 +41,8 @@ struct PassTimes {
   double attention_side_kernels_s = 0;
   double first_exchange_s = 0;
   double second_exchange_s = 0;
+  // MoE dispatch and combine over the expert-parallel group, serial.
+  double ep_comm_s() const { return first_exchange_s + second_exchange_s; }
   // This pass's EP exchanges left exposed when the schedule merges it with the opposite pass of
   // a layer like it (chunk_costs.cpp merge_ep_phases); 0 outside MoE layers.
   double ep_merged_exposed_s = 0;
@@ -55,7 +56,6 @@ struct PassTimes {
     t.async_comm_s *= n;
     t.async_exposed_s *= n;
     t.cp_comm_s *= n;
-    t.ep_comm_s *= n;
     t.shared_expert_s *= n;
     t.kernels *= n;
     t.host_wait_s *= n;
@@ -74,7 +74,6 @@ struct PassTimes {
     async_comm_s += o.async_comm_s;
     async_exposed_s += o.async_exposed_s;
     cp_comm_s += o.cp_comm_s;
-    ep_comm_s += o.ep_comm_s;
     shared_expert_s += o.shared_expert_s;
     kernels += o.kernels;
     host_wait_s += o.host_wait_s;

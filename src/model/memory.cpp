@@ -124,9 +124,9 @@ double activation_layer_units_in_flight(const JobSpec& job, int stage) {
   const int v = std::max(1, job.parallel.virtual_pipeline_model_parallel_size);
   const double layers = dd(layers_on_stage(job, stage));
   const std::int64_t micro = micro_batches_per_pipeline(job);
-  // Megatron-Core's merged 1F1B (overlap_moe_expert_parallel_comm) runs one more warm-up
-  // forward, so one more chunk's activations are held (workload/schedule.hpp).
-  const int extra = job.system.overlap_moe_expert_parallel_comm ? 1 : 0;
+  // Megatron-Core's merged 1F1B runs one more warm-up forward, so one more chunk's activations
+  // are held (workload/schedule.hpp).
+  const int extra = extra_warmup_passes(job);
   if (p == 1) return layers * dd(std::min<std::int64_t>(1 + extra, micro));  // one micro-batch at a time
   if (v == 1) return layers * dd(std::min<std::int64_t>(p - stage + extra, micro));
   // Megatron interleaved warm-up: (p - stage - 1)*2 + (v - 1)*p chunks, plus the one in

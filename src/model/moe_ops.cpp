@@ -183,8 +183,6 @@ void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
   }
 }
 
-}  // namespace
-
 // GPT-OSS clamps its gated activation's halves (swiglu_limit): Megatron-Core's
 // weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py, what TEGroupedMLP calls with
 // bias_activation_fusion) runs the clamp as eager ops before its fused kernel: a clamp of each
@@ -194,21 +192,21 @@ void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
 // 3 more kernels and 0.48 ms forward, 9 more and 0.93 ms backward, i.e. 13.6 and 26.3 bytes an
 // FC1-output element at the measured copy rate (the elementwise rate within 1%); derived from the
 // code's reads and writes they were 8 and 15.
-namespace {
-void add_activation_clamp_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
-  if (!(job.model.swiglu_limit > 0) || !x.gated) return;
+void add_activation_clamp_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d) {
+  if (!(job.model.swiglu_limit > 0)) return;  // the parser allows it on gated MoE models only
   ops.push_back(mem("expert_activation_clamp", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 13.6, 3));
   ops.back().expert_side = true;
 }
-void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
-  if (!(job.model.swiglu_limit > 0) || !x.gated) return;
+void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d) {
+  if (!(job.model.swiglu_limit > 0)) return;  // the parser allows it on gated MoE models only
   ops.push_back(mem("expert_activation_clamp_bwd", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 26.3, 9));
 }
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
-  add_activation_clamp_fwd(ops, job, x, d);
+  add_activation_clamp_fwd(ops, job, d);
   ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
                     dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
   ops.back().expert_side = true;
@@ -269,7 +267,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
   ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
                     rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
-  add_activation_clamp_bwd(ops, job, x, d);
+  add_activation_clamp_bwd(ops, job, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));

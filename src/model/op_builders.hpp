@@ -78,6 +78,8 @@ void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ove
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap);
 double norm_out_bytes(const Dims& x);
 double forward_rs_bytes(const Dims& x, bool on_overlap_path);
+// The rotary embedding of Q and K in one pass (rope_ops.cpp): fused, or unfused under YaRN.
+void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
 // `splits` pieces when a grouped linear quantizes each local expert's rows (split_quantize).
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,

@@ -5,7 +5,7 @@ GPTModelProvider.provide() turn apply_rope_fusion off for any position_embedding
 "rope", and rope_utils.apply_rotary_pos_emb falls back to the unfused path whenever YaRN's
 attention scale mscale is not 1).
 
-megasim prices it (src/model/layer_ops.cpp add_rope) from the code at Megatron-Bridge v0.2.0's
+megasim prices it (src/model/rope_ops.cpp add_rope) from the code at Megatron-Bridge v0.2.0's
 pin: per tensor 12 launches and 12 passes of the tensor forward, 9 launches and 17 passes
 backward, each launch at a plain PyTorch op's host time. This script runs that code
 (megatron.core.models.common.embeddings.rope_utils._apply_rotary_pos_emb_bshd, from a

@@ -75,7 +75,7 @@ struct ModelSpec {
   std::int64_t max_position_embeddings = 0;  // learned absolute positions if > 0 and not rope
   bool rope = false;                     // rotary embeddings (no position-embedding table)
   // YaRN-scaled rotary embeddings (Hugging Face rope_scaling / rope_parameters rope_type "yarn";
-  // native key rope_yarn). Megatron-Core applies them unfused (src/model/layer_ops.cpp add_rope).
+  // native key rope_yarn). Megatron-Core applies them unfused (src/model/rope_ops.cpp add_rope).
   bool rope_yarn = false;
   // Clamp on the gated activation's two halves (Hugging Face swiglu_limit, GPT-OSS's 7.0; 0 = none):
   // Megatron-Core clamps them in eager ops outside its fused activation kernel
@@ -380,6 +380,12 @@ inline const char* merged_a2a_overlap_refusal(const JobSpec& job) {
   }
   return nullptr;
 }
+
+// Warm-up forwards the job's pipeline schedule runs beyond (interleaved) 1F1B's: 1 under
+// Megatron-Core's merged 1F1B (overlap_moe_expert_parallel_comm; schedules.py
+// get_pp_rank_microbatches), 0 otherwise. The schedule, the step costs and the activation
+// memory all read it here.
+inline int extra_warmup_passes(const JobSpec& job) { return job.system.overlap_moe_expert_parallel_comm ? 1 : 0; }
 
 // MoE parallel folding: ETP (the job's TP unless written), and expert DP = GPUs / (ETP*EP*PP).
 inline int expert_tensor_parallel_size(const JobSpec& job) {

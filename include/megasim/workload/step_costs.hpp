@@ -49,8 +49,8 @@ struct StepCosts {
   int vpp = 1;
   std::int64_t dp = 1;
   std::int64_t micro_batches = 1;        // per pipeline per step
-  // Warm-up forwards beyond the (interleaved) 1F1B schedule's: 1 under Megatron-Core's merged
-  // 1F1B (system.overlap_moe_expert_parallel_comm), 0 otherwise (workload/schedule.hpp).
+  // Warm-up forwards beyond the (interleaved) 1F1B schedule's (config/specs.hpp
+  // extra_warmup_passes; workload/schedule.hpp).
   int extra_warmup_passes = 0;
   std::vector<std::vector<ChunkCosts>> chunks;  // [stage][chunk]
 

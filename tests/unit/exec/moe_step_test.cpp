@@ -88,12 +88,10 @@ TEST(MoeStep, MergedOneFOneBHidesEachExchangeBehindItsOwnPhaseOnly) {
   f.expert_side_kernels_s = 1e-3;
   f.compute_s = 4e-3;
   f.first_exchange_s = f.second_exchange_s = 2e-3;
-  f.ep_comm_s = 4e-3;
   b.attention_side_kernels_s = 4e-3;
   b.expert_side_kernels_s = 2e-3;
   b.compute_s = 6e-3;
   b.first_exchange_s = b.second_exchange_s = 2e-3;
-  b.ep_comm_s = 4e-3;
   merge_ep_phases(c, f, b);
   // Forward dispatch 2 beside backward expert side 2, forward combine 2 beside backward attention 4.
   EXPECT_DOUBLE_EQ(f.ep_merged_exposed_s, 0.0);

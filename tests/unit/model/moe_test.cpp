@@ -54,7 +54,7 @@ TEST(Moe, DeepSeekV3HuggingFaceConfigCountsAsThePaper) {
 }
 
 // Both configs scale RoPE with YaRN. Megatron-Core fuses MLA's (fused_mla_yarn_rope_apply.py)
-// but runs GPT-OSS's in unfused PyTorch ops (layer_ops.cpp add_rope).
+// but runs GPT-OSS's in unfused PyTorch ops (rope_ops.cpp add_rope).
 TEST(Moe, YarnRopeIsUnfusedOutsideMla) {
   const auto rope_op = [](const JobSpec& job) {
     for (const auto& op : layer_forward_ops(job)) if (op.name.rfind("rope", 0) == 0) return op.name;
