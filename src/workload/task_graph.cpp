@@ -100,9 +100,10 @@ class Builder {
     // each hiding its EP exchanges behind the other's compute; warm-up forwards and cool-down
     // backwards run alone (ChunkCosts::fwd_ep_alone_s).
     const std::int64_t total = c_.micro_batches * c_.vpp;
-    const std::int64_t warm = o_.schedule == PipelineSchedule::OneFOneB
-                                  ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes)
-                                  : total;
+    const bool one_f_one_b = o_.schedule == PipelineSchedule::OneFOneB;
+    // 1F1B's warm-up forwards on this stage; GPipe runs every forward before any backward.
+    const std::int64_t warm =
+        one_f_one_b ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : total;
     std::int64_t forwards = 0, backwards = 0;
     for (const ChunkPass& cp : sched) {
       const ChunkCosts& ch = chunk(s, cp.chunk);
@@ -125,7 +126,7 @@ class Builder {
       pass_[{s, cp.chunk, cp.micro_batch, cp.forward}] = id;
       order(s).push_back(id);
     }
-    group_passes(s);
+    group_passes(s, one_f_one_b && c_.vpp > 1 ? warm : 0);
   }
 
   struct PassGroup {
@@ -135,14 +136,14 @@ class Builder {
 
   // Megatron's program between two blocking p2p exchanges: one pass, except that the
   // interleaved schedule's steady state runs a forward and a backward and then exchanges
-  // once (send_forward_backward_recv_forward_backward).
-  void group_passes(int s) {
+  // once (send_forward_backward_recv_forward_backward). interleaved_warm: the interleaved
+  // schedule's warm-up forwards on this stage, 0 for any other schedule (no pairs).
+  void group_passes(int s, std::int64_t interleaved_warm) {
     auto& groups = groups_[s];
     const auto& ord = order(s);
     const bool interleaved = o_.schedule == PipelineSchedule::OneFOneB && c_.vpp > 1;
     const std::int64_t total = c_.micro_batches * c_.vpp;
-    const std::int64_t warm =
-        interleaved ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : 0;
+    const std::int64_t warm = interleaved_warm;
     // Program positions (after the data load) of the steady state's forward-backward pairs.
     const std::size_t steady_begin = static_cast<std::size_t>(warm) + 1;
     const std::size_t steady_end = steady_begin + 2 * static_cast<std::size_t>(total - warm);
