@@ -118,21 +118,36 @@ PassSides pass_sides(const PassTimes& t) {
   return {t.attention_side_kernels_s * scale, t.expert_side_kernels_s * scale};
 }
 
+// EP traffic left on a pass's critical path once the host's launch slack has taken what it
+// can: where the host, not the GPU, bounds a pass and nothing makes the host wait (padded
+// capacity: no dropless token-count sync), Megatron-Core issues the all-to-all asynchronously
+// and keeps launching, so the exchange runs on the stream while the host is still behind, and
+// the pass takes max(host, kernels + exchange), not host + exchange. A pass with a host wait
+// has no slack: host_wait_idle_s already runs its collectives in the launch queue.
+double after_host_slack_s(double exposed_s, const PassTimes& t) {
+  return std::max(0.0, exposed_s - t.host_slack_s);
+}
+
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
   const SystemSpec& sys = c.job.system;
   if (sys.overlap_moe_expert_parallel_comm) {
+    // The merged phases already hide the exchanges behind the other pass's host-bound time
+    // (pass_sides spreads the host bound over both sides).
     ch.fwd_ep_exposed_s = f.ep_merged_exposed_s;
     ch.bwd_ep_exposed_s = b.ep_merged_exposed_s;
   } else if (sys.moe_shared_expert_overlap) {
-    ch.fwd_ep_exposed_s = exposed_beside_s(f.ep_comm_s(), f.shared_expert_s, c.ep_overlap_slowdown);
-    ch.bwd_ep_exposed_s = exposed_beside_s(b.ep_comm_s(), b.shared_expert_s, c.ep_overlap_slowdown);
+    ch.fwd_ep_exposed_s =
+        after_host_slack_s(exposed_beside_s(f.ep_comm_s(), f.shared_expert_s, c.ep_overlap_slowdown), f);
+    ch.bwd_ep_exposed_s =
+        after_host_slack_s(exposed_beside_s(b.ep_comm_s(), b.shared_expert_s, c.ep_overlap_slowdown), b);
   } else {
-    ch.fwd_ep_exposed_s = f.ep_comm_s();
-    ch.bwd_ep_exposed_s = b.ep_comm_s();
+    ch.fwd_ep_exposed_s = after_host_slack_s(f.ep_comm_s(), f);
+    ch.bwd_ep_exposed_s = after_host_slack_s(b.ep_comm_s(), b);
   }
-  // A pass the merged schedule runs alone (warm-up, cool-down) has nothing to hide behind.
-  ch.fwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? f.ep_comm_s() : ch.fwd_ep_exposed_s;
-  ch.bwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? b.ep_comm_s() : ch.bwd_ep_exposed_s;
+  // A pass the merged schedule runs alone (warm-up, cool-down) has nothing to hide behind but
+  // its own host slack.
+  ch.fwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? after_host_slack_s(f.ep_comm_s(), f) : ch.fwd_ep_exposed_s;
+  ch.bwd_ep_alone_s = sys.overlap_moe_expert_parallel_comm ? after_host_slack_s(b.ep_comm_s(), b) : ch.bwd_ep_exposed_s;
 }
 
 }  // namespace

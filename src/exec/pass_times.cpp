@@ -213,6 +213,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
                                      host_s_per_launch);
     t.compute_s = std::max(t.compute_s + t.host_wait_s, rate_bound_s);
   } else {
+    t.host_slack_s = std::max(0.0, rate_bound_s - t.compute_s);
     t.compute_s = std::max(t.compute_s, rate_bound_s);
   }
   return t;

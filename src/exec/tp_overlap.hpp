@@ -31,6 +31,10 @@ struct PassTimes {
   double shared_expert_s = 0;  // the shared experts' kernels (what shared-expert overlap hides EP behind)
   int kernels = 0;          // kernel launches
   double host_wait_s = 0;   // GPU idle after a host wait mid-pass (dropless MoE), in compute_s
+  // In a pass with no host wait: the host's launch time beyond its kernels' time (compute_s
+  // already holds it). The host keeps launching while the stream runs its serial collectives,
+  // so this much of them costs nothing more (chunk_costs.cpp ep_exposed).
+  double host_slack_s = 0;
   // Where Megatron-Core's merged 1F1B schedule (overlap_moe_expert_parallel_comm) cuts an MoE
   // layer's pass (models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run):
   // kernels on the expert side (between the dispatch and the combine, shared experts included:
@@ -59,6 +63,7 @@ struct PassTimes {
     t.shared_expert_s *= n;
     t.kernels *= n;
     t.host_wait_s *= n;
+    t.host_slack_s *= n;
     t.expert_side_kernels_s *= n;
     t.attention_side_kernels_s *= n;
     t.first_exchange_s *= n;
@@ -77,6 +82,7 @@ struct PassTimes {
     shared_expert_s += o.shared_expert_s;
     kernels += o.kernels;
     host_wait_s += o.host_wait_s;
+    host_slack_s += o.host_slack_s;
     expert_side_kernels_s += o.expert_side_kernels_s;
     attention_side_kernels_s += o.attention_side_kernels_s;
     first_exchange_s += o.first_exchange_s;

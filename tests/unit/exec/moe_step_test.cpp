@@ -108,6 +108,42 @@ TEST(MoeStep, MergedOneFOneBHidesEachExchangeBehindItsOwnPhaseOnly) {
   EXPECT_NEAR(f.ep_merged_exposed_s, 0.25 * 4e-3, 1e-12);
 }
 
+// Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs
+// its all-to-all: the pass takes max(host, kernels + exchange), not host + exchange. With the
+// dropless wait there is no slack (the wait's launch queue already runs the collectives).
+TEST(MoeStep, HostSlackOfAPassWithoutAWaitTakesItsSerialExchange) {
+  const JobSpec job = qwen3_30b();
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  const TpOverlapConfig ov;
+  PassTimes f, b;
+  f.compute_s = 7e-3;  // host-bound: 3 ms of kernels launched over 7 ms
+  f.host_slack_s = 4e-3;
+  f.first_exchange_s = f.second_exchange_s = 1.5e-3;  // 3 ms: all inside the slack
+  b.compute_s = 6e-3;
+  b.host_slack_s = 1e-3;
+  b.first_exchange_s = b.second_exchange_s = 1.5e-3;  // 3 ms: 2 ms beyond the slack
+  const ChunkCosts ch = pass_costs(c, f, b, ov);
+  EXPECT_DOUBLE_EQ(ch.fwd_ep_exposed_s, 0.0);
+  EXPECT_NEAR(ch.bwd_ep_exposed_s, 2e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(ch.fwd_ep_alone_s, ch.fwd_ep_exposed_s);
+  // From the op lists: the padded forward has slack; the dropless forward waits and has none.
+  const LayerKind moe{true, false};
+  auto forward = [&](const std::vector<std::string>& sets) {
+    std::vector<std::string> all{"training.precision=fp8", "training.fp8_recipe=tensorwise",
+                                 "training.seq_length=1024", "training.moe_router_force_load_balancing=true"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const JobSpec j = qwen3_30b(all);
+    const auto d = load_step_cost_data(j, catalog());
+    const Context cj = make_context(j, *d);
+    return time_ops(cj, layer_forward_ops(j, moe), host_s_per_launch(cj, true, PassDirection::Forward));
+  };
+  const PassTimes padded =
+      forward({"training.moe_expert_capacity_factor=1.0", "training.moe_pad_expert_input_to_capacity=true"});
+  EXPECT_GT(padded.host_slack_s, 0.0);
+  EXPECT_EQ(forward({}).host_slack_s, 0.0);
+}
+
 // The merged schedule runs its warm-up forwards and cool-down backwards alone: with fewer
 // micro-batches, more of them, and more of the exchange stays exposed per micro-batch.
 TEST(MoeStep, MergedOneFOneBWarmUpAndCoolDownRunAlone) {
