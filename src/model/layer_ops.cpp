@@ -124,6 +124,7 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
   x.attn_overlap = job.system.tp_overlap_scope == TpOverlapScope::AllLinears;
   x.rope = m.rope;
   x.rope_unfused = m.rope && m.rope_yarn && !x.mla;
+  x.qk_norm = m.qk_layernorm && !x.mla;
   x.fp8 = job.training.precision == Precision::Fp8;
   x.fp8_recipe = job.training.fp8_recipe;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;
@@ -312,6 +313,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind) 
     add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
     add_qkv_fwd(ops, job, x);
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
+    add_qk_norm(ops, x, false);
     add_rope(ops, x, false);
     add_cp(ops, x, "cp_kv_exchange");
     ops.push_back(attention(job, x, false));
@@ -326,6 +328,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind) 
   ops.push_back(norm_fwd(x, "input_norm"));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   add_qkv_fwd(ops, job, x);
+  add_qk_norm(ops, x, false);
   add_rope(ops, x, false);
   add_cp(ops, x, "cp_kv_exchange");
   ops.push_back(attention(job, x, false));
@@ -450,6 +453,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     ops.push_back(attention(job, x, true));
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_rope(ops, x, true);
+    add_qk_norm(ops, x, true);
     add_fp8_transpose(ops, x, "input_norm_output", norm_out);
     const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
     const std::size_t qkv = add_qkv_bwd(ops, job, x);
@@ -476,6 +480,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_rope(ops, x, true);
+  add_qk_norm(ops, x, true);
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));

@@ -65,6 +65,9 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
   // Q, K, V and context (16-bit); MLA's up-projected Q, K, V are not kept under mla_up_proj.
   double sharded = rec.mla_up_proj && is_mla(m) ? s * b * 2.0 * q : s * b * (4.0 * q + 4.0 * g * hd);
+  // QK norm keeps its inputs, the projected Q and K before normalisation (TE's RMSNorm saves its
+  // input for the backward; its per-row inverse RMS is negligible).
+  if (m.qk_layernorm && !is_mla(m)) sharded += s * b * 2.0 * (q + g * hd);
   if (is_moe_layer(m, layer)) {
     if (!rec.moe) sharded += moe_mlp_activation_bytes(job, s * b);
   } else if (!rec.mlp) {

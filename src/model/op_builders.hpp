@@ -21,6 +21,7 @@ struct Dims {
   bool bias;                               // linear layers carry biases
   bool rope;                               // rotary position embeddings rotate Q and K
   bool rope_unfused;  // ... in PyTorch ops (YaRN outside MLA: Megatron-Core never fuses it)
+  bool qk_norm;       // each head's query and key are RMS-normalised after the projection
   bool attn_overlap;  // the attention block's linears are on the TP-overlap path too
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
   Fp8Recipe fp8_recipe;  // how TE scales them (the casts' kernels and bytes)
@@ -80,6 +81,7 @@ double norm_out_bytes(const Dims& x);
 double forward_rs_bytes(const Dims& x, bool on_overlap_path);
 // The rotary embedding of Q and K in one pass (rope_ops.cpp): fused, or unfused under YaRN.
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
+void add_qk_norm(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
 // `splits` pieces when a grouped linear quantizes each local expert's rows (split_quantize).
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,

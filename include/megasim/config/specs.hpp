@@ -77,6 +77,10 @@ struct ModelSpec {
   // YaRN-scaled rotary embeddings (Hugging Face rope_scaling / rope_parameters rope_type "yarn";
   // native key rope_yarn). Megatron-Core applies them unfused (src/model/rope_ops.cpp add_rope).
   bool rope_yarn = false;
+  // RMSNorm of each attention head's query and key after the QKV projection (Megatron-Core's
+  // qk_layernorm; Hugging Face's Qwen3, OLMo 2, OLMoE and Gemma 3 classes always build it):
+  // src/model/qk_norm_ops.cpp.
+  bool qk_layernorm = false;
   // Clamp on the gated activation's two halves (Hugging Face swiglu_limit, GPT-OSS's 7.0; 0 = none):
   // Megatron-Core clamps them in eager ops outside its fused activation kernel
   // (src/model/moe_ops.cpp add_moe_activation).

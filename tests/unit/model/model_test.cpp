@@ -272,6 +272,41 @@ TEST(LayerOps, RopeRotatesQueryAndKeyOncePerPass) {
   EXPECT_TRUE(bwd[0].plain_torch_launches);
 }
 
+// QK norm (Qwen3): per-head RMSNorm of Q and K after the projection. Forward: the query's
+// reshape copy and the key's contiguous copy, then two norm kernels, each reading and writing
+// the local Q or K; backward: two norm backward passes with their dgamma finalize and two
+// main_grad accumulations, reading input and gradient and writing the input gradient.
+TEST(LayerOps, QkNormNormalisesTheLocalQueryAndKey) {
+  JobSpec j = gpt175b_megascale();
+  j.model = testing::llama(8192, 80, 64, 8, 28672);
+  j.parallel.tensor_model_parallel_size = 4;
+  const auto qk_ops = [](const std::vector<LayerOp>& ops) {
+    std::vector<LayerOp> r;
+    for (const auto& op : ops) if (op.name.rfind("qk_norm", 0) == 0) r.push_back(op);
+    return r;
+  };
+  EXPECT_TRUE(qk_ops(layer_forward_ops(j)).empty());
+  const double off_fwd = layer_forward_ops(j).size();
+  j.model.qk_layernorm = true;
+  // Local Q: 16 heads x 128; local K: 2 heads x 128; 2048 tokens; 2 bytes.
+  const double elems_bytes = 2048.0 * (16 * 128 + 2 * 128) * 2.0;
+  const auto fwd = qk_ops(layer_forward_ops(j));
+  ASSERT_EQ(fwd.size(), 2u);
+  EXPECT_EQ(fwd[0].kind, OpKind::Elementwise);
+  EXPECT_EQ(fwd[1].kind, OpKind::Norm);
+  EXPECT_EQ(fwd[0].kernels + fwd[1].kernels, 4);
+  EXPECT_DOUBLE_EQ(fwd[0].bytes + fwd[1].bytes, 4.0 * elems_bytes);
+  EXPECT_EQ(layer_forward_ops(j).size(), off_fwd + 2);
+  const auto bwd = qk_ops(layer_backward_ops(j));
+  ASSERT_EQ(bwd.size(), 1u);
+  EXPECT_EQ(bwd[0].kernels, 6);
+  EXPECT_DOUBLE_EQ(bwd[0].bytes, 3.0 * elems_bytes);
+  // It keeps the pre-norm Q and K for its backward.
+  JobSpec off = j;
+  off.model.qk_layernorm = false;
+  EXPECT_NEAR(layer_activation_bytes(j, 0) - layer_activation_bytes(off, 0), elems_bytes, 1e-6 * elems_bytes);
+}
+
 TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
   // TP overlap chunks layer GEMMs along their token rows except the weight gradients; the mark
   // must not depend on a shape coincidence (here h = tokens = 2048).

@@ -70,6 +70,18 @@ TEST(Moe, YarnRopeIsUnfusedOutsideMla) {
   EXPECT_FALSE(parse_moe("hf/mixtral-8x7b-config.json").model.rope_yarn);
 }
 
+// Hugging Face's Qwen3 classes build q_norm and k_norm with no config key saying so; the
+// native key overrides either way.
+TEST(Moe, Qwen3HuggingFaceConfigNormalisesQueriesAndKeys) {
+  EXPECT_TRUE(parse_moe("hf/qwen3-30b-a3b-config.json").model.qk_layernorm);
+  EXPECT_TRUE(parse_moe("qwen3-235b-a22b").model.qk_layernorm);  // the catalog entry says so too
+  EXPECT_FALSE(parse_moe("hf/mixtral-8x7b-config.json").model.qk_layernorm);
+  EXPECT_FALSE(parse_moe("hf/deepseek-v3-config.json").model.qk_layernorm);
+  auto j = moe_job("qwen3-30b-a3b");
+  j["model"] = {{"base", "qwen3-30b-a3b"}, {"qk_layernorm", false}};
+  EXPECT_FALSE(test::parse(j).model.qk_layernorm);
+}
+
 TEST(Moe, MixtralHuggingFaceConfigCounts) {
   const ModelSpec m = parse_moe("hf/mixtral-8x7b-config.json").model;
   EXPECT_EQ(m.moe.num_experts, 8);
