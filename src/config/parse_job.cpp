@@ -25,6 +25,10 @@ constexpr std::array<EnumName<Fp8Recipe>, 4> kFp8Recipes{{{"delayed", Fp8Recipe:
                                                          {"tensorwise", Fp8Recipe::Tensorwise},
                                                          {"mxfp8", Fp8Recipe::Mxfp8},
                                                          {"blockwise", Fp8Recipe::Blockwise}}};
+constexpr std::array<EnumName<MoeLoadBalancing>, 4> kLoadBalancing{{{"aux_loss", MoeLoadBalancing::AuxLoss},
+                                                                      {"seq_aux_loss", MoeLoadBalancing::SeqAuxLoss},
+                                                                      {"global_aux_loss", MoeLoadBalancing::GlobalAuxLoss},
+                                                                      {"none", MoeLoadBalancing::None}}};
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
@@ -236,6 +240,10 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
     throw InputError(r.path_of("moe_pad_expert_input_to_capacity"), "needs moe_expert_capacity_factor (the capacity)");
   }
   t.moe_routing_skew = r.number_opt("moe_routing_skew", 0.0, 10.0);
+  t.moe_router_load_balancing_type =
+      r.enum_opt("moe_router_load_balancing_type", kLoadBalancing).value_or(t.moe_router_load_balancing_type);
+  t.moe_aux_loss_coeff = r.number_opt("moe_aux_loss_coeff", 0.0, 1e3).value_or(0.0);
+  t.moe_router_enable_expert_bias = r.bool_opt("moe_router_enable_expert_bias").value_or(false);
   r.finish();
   return t;
 }

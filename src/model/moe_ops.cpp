@@ -220,18 +220,22 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   const MoeDims d = moe_dims(job, x);
   const double h = dd(x.h);
   const double E = dd(d.experts);
-  // Router: a 16-bit GEMM to the expert logits, then FP32 score, top-k and the auxiliary loss.
-  ops.push_back(gemm("router", d.tokens, d.experts, x.h, x.e, false));
-  ops.push_back(mem("router_topk", OpKind::Elementwise, dd(d.tokens) * E * 4.0 * 3.0, 3));
-  // Permute: gather each copy's row into expert order (Megatron's fused permute).
-  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e, 1));
+  add_router_forward(ops, job, x, d.tokens);
+  if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll) {
+    add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
+  }
+  // Permute: gather each copy's row into expert order. Transformer Engine's fused permute with
+  // probabilities (TE v2.9 pytorch/triton/permutation.py): three Triton passes build the row-id
+  // map from the routing map, then one kernel moves the rows and their probabilities.
+  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + E * dd(d.tokens) * 8.0, 4));
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
   const std::size_t experts_from = ops.size();
   const double rows = dd(d.rows_total);
   if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
-  if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  // Sort by local expert: TE's moe_sort_chunks_by_index builds its chunk map, then sorts (2).
+  if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
   const bool padded = fp8_expert_rows_padded(x, d);
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, true);
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
@@ -241,12 +245,13 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, false);
   add_expert_fc2_bias_fwd(ops, x, d);
-  if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
   mark_expert_side(ops, experts_from);
   if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
-  // Unpermute: scatter-add the weighted copies back to token order, plus the shared output.
-  ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, 2));
+  // Unpermute: TE's fused unpermute merges the weighted copies back to token order (1); the
+  // shared experts' output is added after it (1).
+  ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -279,10 +284,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   if (d.shared) add_shared_experts_bwd(ops, job, x);
   ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
-  ops.push_back(mem("router_topk_bwd", OpKind::Elementwise, dd(d.tokens) * dd(d.experts) * 4.0 * 3.0, 2));
-  // The router's dgrad and wgrad (16-bit).
-  ops.push_back(gemm("router_dgrad", d.tokens, x.h, d.experts, x.e, false));
-  ops.push_back(gemm("router_wgrad", x.h, d.experts, d.tokens, x.e, false));
+  add_router_backward(ops, job, x, d.tokens);
 }
 
 }  // namespace megasim::model_detail

@@ -82,6 +82,11 @@ double forward_rs_bytes(const Dims& x, bool on_overlap_path);
 // The rotary embedding of Q and K in one pass (rope_ops.cpp): fused, or unfused under YaRN.
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 void add_qk_norm(std::vector<LayerOp>& ops, const Dims& x, bool backward);
+// The MoE router and the all-to-all dispatcher's metadata (moe_router_ops.cpp); `tokens`: this
+// rank's tokens entering the MoE block.
+void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens);
+void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens);
+void add_dispatch_metadata(std::vector<LayerOp>& ops, const JobSpec& job, std::int64_t tokens, bool across_ranks);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
 // `splits` pieces when a grouped linear quantizes each local expert's rows (split_quantize).
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,

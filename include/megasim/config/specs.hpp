@@ -15,6 +15,10 @@ enum class Precision { Bf16, Fp16, Fp8 };
 // How Transformer Engine scales FP8 tensors (Megatron-Core --fp8-recipe): from the amax history
 // (delayed), from each tensor's own amax (tensorwise: "current scaling", an extra amax pass), or
 // per block (mxfp8: 1x32 blocks, Blackwell; blockwise: 1x128 / 128x128, DeepSeek-V3's recipe).
+// Megatron-Core's moe_router_load_balancing_type: the auxiliary loss per micro-batch, per
+// sequence, over the global batch (its token counts all-reduced over DP), or none.
+enum class MoeLoadBalancing { AuxLoss, SeqAuxLoss, GlobalAuxLoss, None };
+
 enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise };
 enum class Recompute { None, Selective, Full };
 enum class Optimizer { Adam, Lamb };
@@ -216,6 +220,12 @@ struct TrainingSpec {
   std::optional<double> moe_expert_capacity_factor;
   bool moe_pad_expert_input_to_capacity = false;  // every expert runs exactly its capacity
   std::optional<double> moe_routing_skew;
+  // The router's load-balancing loss (Megatron-Core's names and defaults: type aux_loss,
+  // coefficient 0, i.e. no loss runs) and DeepSeek-V3's aux-free expert bias: kernels of their
+  // own in every MoE layer (src/model/moe_router_ops.cpp), no effect on the routing megasim draws.
+  MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::AuxLoss;
+  double moe_aux_loss_coeff = 0.0;
+  bool moe_router_enable_expert_bias = false;
 };
 
 // Which MegaScale / Megatron-LM techniques are on. Presets fill these; every field can be

@@ -219,9 +219,10 @@ TEST(MoeStep, DroplessForwardIdlesBehindTheHostAfterTheDispatchWait) {
   const double tensorwise = pass_times({"training.fp8_recipe=tensorwise"}, true).host_wait_s;
   const double delayed = pass_times({}, true).host_wait_s;
   EXPECT_GT(tensorwise, 0.3e-3);
-  // Host-bound: the forward takes its launches at the host's rate (189 here against 60 under
-  // delayed scaling), and the GPU idles for what its kernels do not fill.
-  EXPECT_GT(tensorwise, 3.0 * delayed);
+  // Host-bound: the forward takes its launches at the host's rate (207 here against 78 under
+  // delayed scaling, the router's and dispatcher's bookkeeping included), and the GPU idles for
+  // what its kernels do not fill.
+  EXPECT_GT(tensorwise, 2.5 * delayed);
   EXPECT_GT(delayed, 0.0);  // at least the first launch after the wait
   EXPECT_EQ(pass_times({"training.fp8_recipe=tensorwise"}, false).host_wait_s, 0.0);
   // Padded to the capacity the counts are known on the host: no wait.

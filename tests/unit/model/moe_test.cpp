@@ -343,6 +343,60 @@ TEST(Moe, BiasedExpertsAddTheirFc2BiasPerExpert) {
                            [](const LayerOp& op) { return op.name == "expert_fc2_bias"; }));
 }
 
+// The router's and the all-to-all dispatcher's bookkeeping launches (moe_router_ops.cpp, counted
+// from Megatron-Core and TE on the fused path the recipes run): forced balance draws random
+// logits (2), the fused top-k (1), the aux loss only with a coefficient (5; per sequence 6;
+// global 8), the expert bias' count (2), token dropping (6); the dispatcher's token counts and
+// host copies across EP ranks (11), padded to the capacity a single fill (1).
+TEST(Moe, RouterAndDispatcherLaunchesFollowMegatronCore) {
+  const LayerKind moe{true, false};
+  auto launches = [&](const std::vector<std::pair<std::string, nlohmann::json>>& training,
+                      const std::string& name, bool forward = true) {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    for (const auto& [k, v] : training) j["training"][k] = v;
+    const JobSpec job = test::parse(j);
+    const auto ops = forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe);
+    int n = 0;
+    for (const auto& op : ops) if (op.name == name) n += op.kernels;
+    return n;
+  };
+  EXPECT_EQ(launches({}, "router_topk"), 1);
+  EXPECT_EQ(launches({}, "router_random_logits"), 0);
+  EXPECT_EQ(launches({{"moe_router_force_load_balancing", true}}, "router_random_logits"), 2);
+  // Megatron-Core's default coefficient is 0: no loss runs, whatever the type.
+  EXPECT_EQ(launches({}, "router_aux_loss"), 0);
+  EXPECT_EQ(launches({{"moe_aux_loss_coeff", 1e-3}}, "router_aux_loss"), 5);
+  EXPECT_EQ(launches({{"moe_aux_loss_coeff", 1e-3}}, "router_aux_loss_bwd", false), 5);
+  EXPECT_EQ(launches({{"moe_aux_loss_coeff", 1e-3}, {"moe_router_load_balancing_type", "seq_aux_loss"}},
+                     "router_aux_loss"), 6);
+  EXPECT_EQ(launches({{"moe_aux_loss_coeff", 1e-3}, {"moe_router_load_balancing_type", "global_aux_loss"}},
+                     "router_aux_loss"), 8);
+  EXPECT_EQ(launches({{"moe_aux_loss_coeff", 1e-3}, {"moe_router_load_balancing_type", "none"}}, "router_aux_loss"), 0);
+  EXPECT_EQ(launches({{"moe_router_enable_expert_bias", true}}, "router_expert_bias_count"), 2);
+  EXPECT_EQ(launches({}, "dispatch_token_counts"), 11);
+  EXPECT_EQ(launches({}, "router_main_grad_add", false), 1);
+  const std::vector<std::pair<std::string, nlohmann::json>> padded{{"moe_expert_capacity_factor", 1.0},
+                                                                   {"moe_pad_expert_input_to_capacity", true}};
+  EXPECT_EQ(launches(padded, "dispatch_token_counts"), 1);
+  EXPECT_EQ(launches(padded, "router_token_drop"), 6);
+  EXPECT_EQ(launches({{"moe_expert_capacity_factor", 1.0}}, "dispatch_token_counts"), 12);
+  // TE's fused permute: three row-id-map passes and the move; the chunk sort: map and sort.
+  EXPECT_EQ(launches({}, "permute"), 4);
+  EXPECT_EQ(launches({}, "sort_by_local_expert"), 2);
+  // Bad values name the field; the loss needs an MoE model.
+  auto j = moe_job("qwen3-30b-a3b");
+  j["training"]["moe_router_load_balancing_type"] = "sinkhorn";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "sinkhorn");
+  j = moe_job("qwen3-30b-a3b");
+  j["training"]["moe_aux_loss_coeff"] = -1;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_aux_loss_coeff", "");
+  j = moe_job("qwen3-30b-a3b");
+  j["model"] = "llama-3.1-8b";
+  j["training"]["moe_aux_loss_coeff"] = 1e-3;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_aux_loss_coeff", "need an MoE model");
+}
+
 // GPT-OSS clamps its gated activation (Hugging Face swiglu_limit 7.0): Megatron-Core's
 // weighted_bias_quick_geglu_impl clamps each half and concatenates them in eager ops before its
 // fused kernel (measured: 3 launches, 13.6 B a FC1-output element); autograd's backward of those
