@@ -218,16 +218,12 @@ def measure(variant, experts, grouped, tokens_list, res):
     torch.cuda.empty_cache()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    t0 = time.time()
-    sys.path.insert(0, os.path.abspath(args.mcore))
+def init_megatron_one_gpu(mcore, port):
+    """Megatron-Core from the folder `mcore` on this one GPU: a world of one, TP = PP = EP = 1."""
+    sys.path.insert(0, os.path.abspath(mcore))
     install_grouped_gemm_shim()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29517")
+    os.environ.setdefault("MASTER_PORT", str(port))
     torch.distributed.init_process_group("nccl", rank=0, world_size=1)
     torch.cuda.set_device(0)
     from megatron.core import parallel_state, tensor_parallel
@@ -238,6 +234,15 @@ def main():
         moe_utils.te_general_gemm = None
     parallel_state.initialize_model_parallel(1, 1, expert_model_parallel_size=1)
     tensor_parallel.model_parallel_cuda_manual_seed(0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    t0 = time.time()
+    init_megatron_one_gpu(args.mcore, 29517)
     props = torch.cuda.get_device_properties(0)
     res = {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
            "megatron_core": "NVIDIA/Megatron-LM 0d8e0714cd29 (Megatron-Bridge v0.2.0's pin)",
