@@ -240,8 +240,11 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
     throw InputError(r.path_of("moe_pad_expert_input_to_capacity"), "needs moe_expert_capacity_factor (the capacity)");
   }
   t.moe_routing_skew = r.number_opt("moe_routing_skew", 0.0, 10.0);
-  t.moe_router_load_balancing_type =
-      r.enum_opt("moe_router_load_balancing_type", kLoadBalancing).value_or(t.moe_router_load_balancing_type);
+  if (r.string_opt("moe_router_load_balancing_type") == "sinkhorn") {
+    throw InputError(r.path_of("moe_router_load_balancing_type"),
+                     "Megatron-Core's sinkhorn routing is not modelled (aux_loss, seq_aux_loss, global_aux_loss or none)");
+  }
+  t.moe_router_load_balancing_type = r.enum_opt("moe_router_load_balancing_type", kLoadBalancing);
   t.moe_aux_loss_coeff = r.number_opt("moe_aux_loss_coeff", 0.0, 1e3).value_or(0.0);
   t.moe_router_enable_expert_bias = r.bool_opt("moe_router_enable_expert_bias").value_or(false);
   r.finish();

@@ -34,9 +34,12 @@ bool is_llama_like(const std::optional<std::string>& model_type) {
 }
 
 // HF model_type values whose attention normalises queries and keys after the projection with no
-// config key saying so (transformers modeling_qwen3.py, modeling_qwen3_moe.py, modeling_olmo2.py,
-// modeling_olmoe.py, modeling_gemma3.py: q_norm and k_norm built unconditionally).
-constexpr std::array<std::string_view, 6> kQkNormed{"qwen3", "qwen3_moe", "olmo2", "olmoe", "gemma3", "gemma3_text"};
+// config key saying so (transformers modeling_qwen3.py, modeling_qwen3_moe.py, modeling_qwen3_next.py,
+// modeling_olmo2.py, modeling_olmo3.py, modeling_olmoe.py, modeling_gemma3.py: q_norm and k_norm
+// built unconditionally; per head in Qwen3 and Gemma 3, over the whole projection in OLMo).
+// Others say so with use_qk_norm (GLM-4.5, Cohere).
+constexpr std::array<std::string_view, 8> kQkNormed{"qwen3",  "qwen3_moe", "qwen3_next", "olmo2",
+                                                    "olmo3",  "olmoe",     "gemma3",     "gemma3_text"};
 
 bool has_qk_norm(const std::optional<std::string>& model_type) {
   return model_type && std::find(kQkNormed.begin(), kQkNormed.end(), *model_type) != kQkNormed.end();
@@ -153,7 +156,11 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
     m.rope_yarn = hf_rope_type_is_yarn(r.raw("rope_scaling")) || hf_rope_type_is_yarn(r.raw("rope_parameters"));
   }
   if (m.rope_yarn && !m.rope) throw InputError(r.path_of("rope_yarn"), "YaRN scaling needs rotary embeddings (rope)");
-  m.qk_layernorm = r.bool_opt("qk_layernorm").value_or(has_qk_norm(model_type));
+  if (const auto qk = r.bool_opt("qk_layernorm")) {
+    m.qk_layernorm = *qk;
+  } else if (hf) {
+    m.qk_layernorm = r.bool_opt("use_qk_norm").value_or(has_qk_norm(model_type));
+  }
   read_mla(r, m);
   read_moe(r, m);
   // Modelled where Megatron-Core runs it for GPT-OSS: the routed experts' gated activation. Its

@@ -213,7 +213,9 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
                                      host_s_per_launch);
     t.compute_s = std::max(t.compute_s + t.host_wait_s, rate_bound_s);
   } else {
-    t.host_slack_s = std::max(0.0, rate_bound_s - t.compute_s);
+    // Only this op list's own exchanges can use its slack: PassTimes are summed over layers and
+    // over a backward and its recomputation, and a list with a host wait has none to give.
+    t.host_slack_s = std::min(std::max(0.0, rate_bound_s - t.compute_s), t.ep_comm_s());
     t.compute_s = std::max(t.compute_s, rate_bound_s);
   }
   return t;

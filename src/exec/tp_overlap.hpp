@@ -32,8 +32,8 @@ struct PassTimes {
   int kernels = 0;          // kernel launches
   double host_wait_s = 0;   // GPU idle after a host wait mid-pass (dropless MoE), in compute_s
   // In a pass with no host wait: the host's launch time beyond its kernels' time (compute_s
-  // already holds it). The host keeps launching while the stream runs its serial collectives,
-  // so this much of them costs nothing more (chunk_costs.cpp ep_exposed).
+  // already holds it), up to the pass's own EP exchanges. The host keeps launching while the
+  // stream runs them, so this much of them costs nothing more (chunk_costs.cpp ep_exposed).
   double host_slack_s = 0;
   // Where Megatron-Core's merged 1F1B schedule (overlap_moe_expert_parallel_comm) cuts an MoE
   // layer's pass (models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run):

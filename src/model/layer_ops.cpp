@@ -302,7 +302,15 @@ std::vector<LayerOp> layer_forward_ops(const JobSpec& job) { return layer_forwar
 
 namespace {
 
-std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind) {
+// Whether the layer's MoE block runs its first forward without autograd (checkpointed: full
+// recompute, or recompute_modules "moe") and again with it before the backward.
+bool moe_block_checkpointed(const JobSpec& job) {
+  const TrainingSpec& t = job.training;
+  return t.recompute == Recompute::Full || (t.recompute == Recompute::Selective && t.recompute_modules.moe);
+}
+
+// `recompute`: this list is the recomputation before the backward, not the first forward.
+std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, bool recompute = false) {
   const Dims x = dims(job, kind);
   std::vector<LayerOp> ops;
   ops.reserve(20);
@@ -338,7 +346,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind) 
   ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
   ops.push_back(norm_fwd(x, "post_attn_norm"));
   if (kind.moe) {
-    add_moe_forward(ops, job, x);
+    add_moe_forward(ops, job, x, recompute || !moe_block_checkpointed(job));
   } else {
     add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
@@ -490,8 +498,8 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
 
 // The forward's kernels as run: those of the layer and autocast's casts. Full recompute replays
 // exactly these; the forward pass adds FSDP's staging of the gathered parameters.
-std::vector<LayerOp> forward_compute_ops(const JobSpec& job, const LayerKind& kind) {
-  std::vector<LayerOp> ops = forward_kernels(job, kind);
+std::vector<LayerOp> forward_compute_ops(const JobSpec& job, const LayerKind& kind, bool recompute = false) {
+  std::vector<LayerOp> ops = forward_kernels(job, kind, recompute);
   if (job.system.autocast_fp32_weights) add_autocast_casts(ops, dims(job, kind), false);
   return ops;
 }
@@ -540,7 +548,7 @@ std::vector<LayerOp> selective_recompute_ops(const JobSpec& job, const LayerKind
   }
   if (kind.moe) {
     if (r.moe) {
-      add_moe_forward(ops, job, x);
+      add_moe_forward(ops, job, x, true);
     } else {
       if (r.moe_act) add_moe_activation(ops, job, x);
       if (r.shared_experts) add_shared_experts_forward(ops, job, x);
@@ -555,7 +563,7 @@ std::vector<LayerOp> layer_recompute_ops(const JobSpec& job) { return layer_reco
 
 std::vector<LayerOp> moe_block_forward_ops(const JobSpec& job) {
   std::vector<LayerOp> ops;
-  if (is_moe(job.model)) add_moe_forward(ops, job, dims(job, LayerKind{true, false}));
+  if (is_moe(job.model)) add_moe_forward(ops, job, dims(job, LayerKind{true, false}), true);
   return ops;
 }
 
@@ -569,7 +577,7 @@ std::vector<LayerOp> layer_recompute_ops(const JobSpec& job, const LayerKind& ki
   switch (job.training.recompute) {
     case Recompute::None: return {};
     case Recompute::Selective: return selective_recompute_ops(job, kind);
-    case Recompute::Full: return forward_compute_ops(job, kind);
+    case Recompute::Full: return forward_compute_ops(job, kind, true);
   }
   return {};
 }

@@ -216,18 +216,19 @@ void add_shared_experts_forward(std::vector<LayerOp>& ops, const JobSpec& job, c
   if (job.model.moe.shared_expert_intermediate_size > 0) add_shared_experts_fwd(ops, job, x);
 }
 
-void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
+void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, bool grad_enabled) {
   const MoeDims d = moe_dims(job, x);
   const double h = dd(x.h);
   const double E = dd(d.experts);
-  add_router_forward(ops, job, x, d.tokens);
+  add_router_forward(ops, job, x, d.tokens, grad_enabled);
   if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll) {
     add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
   }
   // Permute: gather each copy's row into expert order. Transformer Engine's fused permute with
   // probabilities (TE v2.9 pytorch/triton/permutation.py): three Triton passes build the row-id
   // map from the routing map, then one kernel moves the rows and their probabilities.
-  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + E * dd(d.tokens) * 8.0, 4));
+  const double row_id_map_bytes = 8.0 * E * dd(d.tokens);  // int32 [tokens, 2E + 1], written and read
+  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + row_id_map_bytes, 4));
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);

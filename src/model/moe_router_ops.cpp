@@ -22,8 +22,12 @@ constexpr double kScoreBytes = 4.0;
 
 double score_elements(std::int64_t tokens, std::int64_t experts) { return dd(tokens) * dd(experts); }
 
+MoeLoadBalancing load_balancing(const TrainingSpec& t) {
+  return t.moe_router_load_balancing_type.value_or(MoeLoadBalancing::AuxLoss);  // Megatron-Core's default
+}
+
 bool aux_loss_runs(const TrainingSpec& t) {
-  return t.moe_aux_loss_coeff > 0 && t.moe_router_load_balancing_type != MoeLoadBalancing::None;
+  return t.moe_aux_loss_coeff > 0 && load_balancing(t) != MoeLoadBalancing::None;
 }
 
 // Launches of the load-balancing loss forward (router.py _apply_aux_loss / _apply_seq_aux_loss /
@@ -49,8 +53,11 @@ int aux_loss_forward_launches(MoeLoadBalancing type) {
 // probabilities and the routing map (1); with a capacity factor apply_router_token_dropping:
 // torch.topk over the tokens, zeros_like, scatter (a copy and the scatter), .bool() and the
 // probabilities' mask product (6); the load-balancing loss (above); with DeepSeek-V3's expert
-// bias, local_tokens_per_expert += routing_map.sum(0) (2).
-void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens) {
+// bias, local_tokens_per_expert += routing_map.sum(0) (2). The loss and the bias count run only
+// with autograd on (router.py: `self.training and torch.is_grad_enabled()`): in a checkpointed
+// block's first forward (no_grad) they do not, in its recomputation they do.
+void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens,
+                        bool grad_enabled) {
   const TrainingSpec& t = job.training;
   const std::int64_t experts = job.model.moe.num_experts;
   const double n = score_elements(tokens, experts);
@@ -63,13 +70,13 @@ void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dim
   if (t.moe_expert_capacity_factor) {
     ops.push_back(mem("router_token_drop", OpKind::Elementwise, 6.5 * n * kScoreBytes, 6));
   }
-  if (aux_loss_runs(t)) {
+  if (grad_enabled && aux_loss_runs(t)) {
     // The score kernel reads the logits and writes scores and map; the sum reads the map; the
     // loss kernel reads the scores.
     ops.push_back(mem("router_aux_loss", OpKind::Elementwise, 3.5 * n * kScoreBytes,
-                      aux_loss_forward_launches(t.moe_router_load_balancing_type)));
+                      aux_loss_forward_launches(load_balancing(t))));
   }
-  if (t.moe_router_enable_expert_bias) {
+  if (grad_enabled && t.moe_router_enable_expert_bias) {
     ops.push_back(mem("router_expert_bias_count", OpKind::Elementwise, n, 2));
   }
 }
@@ -92,7 +99,8 @@ void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Di
   ops.push_back(mem("router_topk_bwd", OpKind::Elementwise, 3.0 * n * kScoreBytes, 1));
   ops.push_back(gemm("router_dgrad", tokens, x.h, experts, x.e, false));
   ops.push_back(gemm("router_wgrad", x.h, experts, tokens, x.e, false));
-  ops.push_back(mem("router_main_grad_add", OpKind::Elementwise, dd(x.h) * dd(experts) * (x.e + 8.0), 1));
+  // Reads the 16-bit gradient, reads and writes the main grad.
+  ops.push_back(mem("router_main_grad_add", OpKind::Elementwise, dd(x.h) * dd(experts) * (x.e + 2.0 * x.main_grad_bytes), 1));
 }
 
 // The all-to-all dispatcher's metadata before the permute (token_dispatcher.py

@@ -84,7 +84,8 @@ void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 void add_qk_norm(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 // The MoE router and the all-to-all dispatcher's metadata (moe_router_ops.cpp); `tokens`: this
 // rank's tokens entering the MoE block.
-void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens);
+void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens,
+                        bool grad_enabled);
 void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens);
 void add_dispatch_metadata(std::vector<LayerOp>& ops, const JobSpec& job, std::int64_t tokens, bool across_ranks);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
@@ -109,7 +110,9 @@ void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 
 // The MoE block in place of the dense MLP, after the post-attention norm (moe_ops.cpp).
-void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+// `grad_enabled`: autograd is on in this forward (not a checkpointed first forward, which runs
+// without it: the router's loss and expert-bias count run only with it).
+void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, bool grad_enabled);
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 // Pieces a selective recompute replays: the experts' activation, the shared experts' forward,
 // MLA's up-projections with RoPE.

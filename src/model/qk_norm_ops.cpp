@@ -1,4 +1,4 @@
-// Per-head RMSNorm of the query and key (qk_layernorm: Qwen3, OLMo 2, OLMoE, Gemma 3), between
+// RMSNorm of the query and key (qk_layernorm: Qwen3 and Gemma 3 per head, OLMo over the projection), between
 // the QKV projection and the rotary embedding.
 #include "op_builders.hpp"
 
@@ -8,7 +8,9 @@ namespace megasim::model_detail {
 // the fused QKV output into strided views; `query.reshape` to [s, b, heads, head_dim] copies the
 // non-contiguous slice, and q_layernorm / k_layernorm are Transformer Engine's RMSNorm (TENorm),
 // whose op makes the key slice contiguous first (TE v2.9 ops/basic/rmsnorm.py `input_.contiguous()`).
-// Forward: two copies and two norm kernels, each reading and writing the local Q or K once.
+// Forward: two copies and two norm kernels, each reading and writing the local Q or K once. (The
+// query's reshape copy is Megatron-Core's for any GQA model, norm or not: counted here with the
+// norm, it is missing for GQA models without one, a copy of the local query per layer forward.)
 // Backward: TE's RMSNorm backward (the data gradient, then its dgamma finalize kernel) per tensor
 // and the two weights' main_grad accumulations; the copies' gradients are views that the QKV
 // split's backward concatenates anyway. Memory-bound: Q and K read and written, and the backward

@@ -15,11 +15,11 @@ enum class Precision { Bf16, Fp16, Fp8 };
 // How Transformer Engine scales FP8 tensors (Megatron-Core --fp8-recipe): from the amax history
 // (delayed), from each tensor's own amax (tensorwise: "current scaling", an extra amax pass), or
 // per block (mxfp8: 1x32 blocks, Blackwell; blockwise: 1x128 / 128x128, DeepSeek-V3's recipe).
+enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise };
+
 // Megatron-Core's moe_router_load_balancing_type: the auxiliary loss per micro-batch, per
 // sequence, over the global batch (its token counts all-reduced over DP), or none.
 enum class MoeLoadBalancing { AuxLoss, SeqAuxLoss, GlobalAuxLoss, None };
-
-enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise };
 enum class Recompute { None, Selective, Full };
 enum class Optimizer { Adam, Lamb };
 // How an MoE layer moves tokens to their experts (Megatron-Core moe_token_dispatcher_type).
@@ -81,8 +81,8 @@ struct ModelSpec {
   // YaRN-scaled rotary embeddings (Hugging Face rope_scaling / rope_parameters rope_type "yarn";
   // native key rope_yarn). Megatron-Core applies them unfused (src/model/rope_ops.cpp add_rope).
   bool rope_yarn = false;
-  // RMSNorm of each attention head's query and key after the QKV projection (Megatron-Core's
-  // qk_layernorm; Hugging Face's Qwen3, OLMo 2, OLMoE and Gemma 3 classes always build it):
+  // RMSNorm of the query and key after the QKV projection, per head or over the projection
+  // (Megatron-Core's qk_layernorm; Hugging Face's Qwen3, OLMo and Gemma 3 classes always build it):
   // src/model/qk_norm_ops.cpp.
   bool qk_layernorm = false;
   // Clamp on the gated activation's two halves (Hugging Face swiglu_limit, GPT-OSS's 7.0; 0 = none):
@@ -223,7 +223,7 @@ struct TrainingSpec {
   // The router's load-balancing loss (Megatron-Core's names and defaults: type aux_loss,
   // coefficient 0, i.e. no loss runs) and DeepSeek-V3's aux-free expert bias: kernels of their
   // own in every MoE layer (src/model/moe_router_ops.cpp), no effect on the routing megasim draws.
-  MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::AuxLoss;
+  std::optional<MoeLoadBalancing> moe_router_load_balancing_type;  // unset: Megatron-Core's aux_loss
   double moe_aux_loss_coeff = 0.0;
   bool moe_router_enable_expert_bias = false;
 };

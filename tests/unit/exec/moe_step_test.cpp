@@ -111,7 +111,7 @@ TEST(MoeStep, MergedOneFOneBHidesEachExchangeBehindItsOwnPhaseOnly) {
 // Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs
 // its all-to-all: the pass takes max(host, kernels + exchange), not host + exchange. With the
 // dropless wait there is no slack (the wait's launch queue already runs the collectives).
-TEST(MoeStep, HostSlackOfAPassWithoutAWaitTakesItsSerialExchange) {
+TEST(MoeStepTextbook, HostSlackOfAPassWithoutAWaitTakesItsSerialExchange) {
   const JobSpec job = qwen3_30b();
   const auto data = load_step_cost_data(job, catalog());
   const Context c = make_context(job, *data);
@@ -141,7 +141,29 @@ TEST(MoeStep, HostSlackOfAPassWithoutAWaitTakesItsSerialExchange) {
   const PassTimes padded =
       forward({"training.moe_expert_capacity_factor=1.0", "training.moe_pad_expert_input_to_capacity=true"});
   EXPECT_GT(padded.host_slack_s, 0.0);
+  // Only the list's own exchanges can use its slack (PassTimes are summed over lists).
+  EXPECT_LE(padded.host_slack_s, padded.ep_comm_s());
   EXPECT_EQ(forward({}).host_slack_s, 0.0);
+}
+
+// A dropless step with the MoE block recomputed: the backward's slack must not hide the
+// recomputed forward's exchanges, which its own host wait already queues. Summing the two lists
+// must price the recompute exactly as alone.
+TEST(MoeStep, HostSlackDoesNotCrossIntoARecomputedForward) {
+  const LayerKind moe{true, false};
+  const JobSpec job = qwen3_30b({"training.precision=fp8", "training.fp8_recipe=tensorwise",
+                                 "training.seq_length=1024", "training.moe_router_force_load_balancing=true",
+                                 "training.recompute=selective", "training.recompute_modules=[\"moe\"]"});
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  const double fwd_host = host_s_per_launch(c, true, PassDirection::Forward);
+  const PassTimes bwd = time_ops(c, layer_backward_ops(job, moe), host_s_per_launch(c, true, PassDirection::Backward));
+  const PassTimes rec = time_ops(c, layer_recompute_ops(job, moe), fwd_host);
+  EXPECT_GT(rec.host_wait_s, 0.0);
+  EXPECT_EQ(rec.host_slack_s, 0.0);
+  PassTimes sum = bwd;
+  sum += rec;
+  EXPECT_LE(sum.host_slack_s, bwd.ep_comm_s() + 1e-15);
 }
 
 // The merged schedule runs its warm-up forwards and cool-down backwards alone: with fewer

@@ -80,6 +80,11 @@ TEST(Moe, Qwen3HuggingFaceConfigNormalisesQueriesAndKeys) {
   auto j = moe_job("qwen3-30b-a3b");
   j["model"] = {{"base", "qwen3-30b-a3b"}, {"qk_layernorm", false}};
   EXPECT_FALSE(test::parse(j).model.qk_layernorm);
+  // Other families say so with use_qk_norm (GLM-4.5, Cohere).
+  nlohmann::json mixtral = read_json_file(test::data_dir() / "hf" / "mixtral-8x7b-config.json", "model");
+  mixtral["use_qk_norm"] = true;
+  j["model"] = mixtral;
+  EXPECT_TRUE(test::parse(j).model.qk_layernorm);
 }
 
 TEST(Moe, MixtralHuggingFaceConfigCounts) {
@@ -384,10 +389,40 @@ TEST(Moe, RouterAndDispatcherLaunchesFollowMegatronCore) {
   // TE's fused permute: three row-id-map passes and the move; the chunk sort: map and sort.
   EXPECT_EQ(launches({}, "permute"), 4);
   EXPECT_EQ(launches({}, "sort_by_local_expert"), 2);
+  // The loss and the expert-bias count run with autograd only: once under a recomputed MoE
+  // block, in the recomputation, not in the checkpointed forward; the rest runs both times.
+  {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["training"]["moe_aux_loss_coeff"] = 1e-3;
+    j["training"]["moe_router_enable_expert_bias"] = true;
+    j["training"]["recompute"] = "selective";
+    j["training"]["recompute_modules"] = {"moe"};
+    const JobSpec job = test::parse(j);
+    auto count = [](const std::vector<LayerOp>& ops, const std::string& name) {
+      return std::count_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+    };
+    const auto fwd = layer_forward_ops(job, moe);
+    const auto rec = layer_recompute_ops(job, moe);
+    EXPECT_EQ(count(fwd, "router_aux_loss"), 0);
+    EXPECT_EQ(count(rec, "router_aux_loss"), 1);
+    EXPECT_EQ(count(fwd, "router_expert_bias_count"), 0);
+    EXPECT_EQ(count(rec, "router_expert_bias_count"), 1);
+    EXPECT_EQ(count(fwd, "router_topk"), 1);
+    EXPECT_EQ(count(rec, "router_topk"), 1);
+    j["training"]["recompute"] = "full";
+    j["training"].erase("recompute_modules");
+    const JobSpec full = test::parse(j);
+    EXPECT_EQ(count(layer_forward_ops(full, moe), "router_aux_loss"), 0);
+    EXPECT_EQ(count(layer_recompute_ops(full, moe), "router_aux_loss"), 1);
+  }
   // Bad values name the field; the loss needs an MoE model.
   auto j = moe_job("qwen3-30b-a3b");
+  j["training"]["moe_router_load_balancing_type"] = "switch";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "switch");
+  j = moe_job("qwen3-30b-a3b");
   j["training"]["moe_router_load_balancing_type"] = "sinkhorn";
-  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "sinkhorn");
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "not modelled");
   j = moe_job("qwen3-30b-a3b");
   j["training"]["moe_aux_loss_coeff"] = -1;
   EXPECT_INPUT_ERROR(test::parse(j), "training.moe_aux_loss_coeff", "");
@@ -395,6 +430,10 @@ TEST(Moe, RouterAndDispatcherLaunchesFollowMegatronCore) {
   j["model"] = "llama-3.1-8b";
   j["training"]["moe_aux_loss_coeff"] = 1e-3;
   EXPECT_INPUT_ERROR(test::parse(j), "training.moe_aux_loss_coeff", "need an MoE model");
+  j = moe_job("qwen3-30b-a3b");
+  j["model"] = "llama-3.1-8b";
+  j["training"]["moe_router_load_balancing_type"] = "none";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "need an MoE model");
 }
 
 // GPT-OSS clamps its gated activation (Hugging Face swiglu_limit 7.0): Megatron-Core's
