@@ -26,6 +26,12 @@ RecomputeModules recomputed_modules(const JobSpec& job) {
   return RecomputeModules{false, false, false, false, false, false, false};
 }
 
+// Bytes per element of a GEMM input kept for the weight gradient: the FP8 copy Transformer
+// Engine cast under FP8, else the 16-bit tensor.
+double fp8_saved_input_bytes(const JobSpec& job) {
+  return job.training.precision == Precision::Fp8 ? 1.0 : 2.0;
+}
+
 }  // namespace
 
 bool gradients_sharded(const JobSpec& job) {
@@ -58,20 +64,29 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   const RecomputeModules rec = recomputed_modules(job);
   // Replicated-without-SP part (norm inputs, QKV and FC1 inputs, dropout masks) and the rest.
   const int norms = m.use_parallel_residual ? 1 : 2;
+  // Under FP8, Transformer Engine keeps the FP8 copy of each GEMM input it cast for the weight
+  // gradient (1 byte: module/linear.py, layernorm_linear.py, grouped_linear.py save the quantized
+  // input with only its column-wise usage) instead of the 16-bit tensor.
+  const double gemm_input_bytes = fp8_saved_input_bytes(job);
   // The QKV and FC1 inputs are the norms' outputs: not kept when the norms are recomputed.
-  const double gemm_inputs = rec.layernorm ? 0.0 : (m.use_parallel_residual ? 2.0 * sbh : 4.0 * sbh);
+  const double gemm_inputs =
+      rec.layernorm ? 0.0 : (m.use_parallel_residual ? 1.0 : 2.0) * gemm_input_bytes * sbh;
   // Two 1-byte dropout masks (attention and MLP branches).
   const double masks = m.hidden_dropout > 0 ? 2.0 * sbh : 0.0;
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
   // Q, K, V and context (16-bit); MLA's up-projected Q, K, V are not kept under mla_up_proj.
   double sharded = rec.mla_up_proj && is_mla(m) ? s * b * 2.0 * q : s * b * (4.0 * q + 4.0 * g * hd);
+  // Under FP8 the attention projection keeps its FP8 copy of the context beside the attention's
+  // own 16-bit output.
+  if (gemm_input_bytes < 2.0) sharded += s * b * gemm_input_bytes * q;
   // QK norm keeps its inputs, the projected Q and K before normalisation (TE's RMSNorm saves its
   // input for the backward; its per-row inverse RMS is negligible).
   if (m.qk_layernorm && !is_mla(m)) sharded += s * b * 2.0 * (q + g * hd);
   if (is_moe_layer(m, layer)) {
     if (!rec.moe) sharded += moe_mlp_activation_bytes(job, s * b);
   } else if (!rec.mlp) {
-    sharded += m.gated_mlp ? 6.0 * s * b * f : 4.0 * s * b * f;  // FC1 out (+gate) and act out
+    // FC1 out (+gate, 16-bit: the activation's backward reads it) and act out (FC2's input).
+    sharded += ((m.gated_mlp ? 4.0 : 2.0) + gemm_input_bytes) * s * b * f;
   }
   // MLA's compressed query and key/value latents (inputs of the up-projections, which every TP
   // rank computes in full: the down-projections are duplicated).
@@ -92,14 +107,16 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   const double t = std::max(1, job.parallel.tensor_model_parallel_size);
   const double etp = expert_tensor_parallel_size(job);
   const RecomputeModules rec = recomputed_modules(job);
-  // FC1 out (+gate) and activation out, 16-bit; the activation out is recomputed under moe_act.
-  const double per_width = (m.gated_mlp ? 6.0 : 4.0) - (rec.moe_act ? 2.0 : 0.0);
+  // FC1 out (+gate, 16-bit) and activation out (FC2's input, FP8 under FP8); the activation out
+  // is recomputed under moe_act.
+  const double in_bytes = fp8_saved_input_bytes(job);
+  const double per_width = (m.gated_mlp ? 4.0 : 2.0) + (rec.moe_act ? 0.0 : in_bytes);
   // Routed: every token goes to top-k experts; a rank keeps, for its share of those copies, the
   // permuted input (FC1's wgrad operand) and its expert's FC1 and activation outputs. Expressed
   // per TP rank (the caller divides by TP): ETP ranks share each copy's width, and each rank
   // holds ETP/TP of the copies.
   const double copies = tokens * dd(e.experts_per_token);
-  double bytes = copies * (2.0 * h * etp + per_width * dd(e.expert_intermediate_size));
+  double bytes = copies * (in_bytes * h * etp + per_width * dd(e.expert_intermediate_size));
   bytes += tokens * dd(e.num_experts) * 4.0 * t;  // router logits and probabilities (FP32, every rank)
   // Shared experts: a TP-parallel MLP, not kept under shared_experts.
   if (!rec.shared_experts) {

@@ -307,6 +307,21 @@ TEST(LayerOps, QkNormNormalisesTheLocalQueryAndKey) {
   EXPECT_NEAR(layer_activation_bytes(j, 0) - layer_activation_bytes(off, 0), elems_bytes, 1e-6 * elems_bytes);
 }
 
+// Under FP8, Transformer Engine keeps the FP8 copy (1 byte) of each GEMM input it cast for the
+// weight gradient: the QKV and FC1 inputs (the norms' outputs, SP-sharded) and FC2's input
+// (the activation output) drop a byte an element, and the attention projection keeps its FP8
+// copy of the context beside the attention's own 16-bit output (one more byte).
+TEST(MemoryTextbook, Fp8KeepsGemmInputsAtOneByte) {
+  JobSpec bf16 = gpt175b_megascale();
+  bf16.model.hidden_dropout = 0;
+  bf16.model.attention_dropout = 0;
+  JobSpec fp8 = bf16;
+  fp8.training.precision = Precision::Fp8;
+  const double sb = 2048.0, h = 12288.0, f = 4.0 * 12288.0, q = 128.0 * 96.0, t = 8.0;
+  const double expected = 2.0 * sb * h / t + sb * f / t - sb * q / t;  // SP: the norm outputs are sharded too
+  EXPECT_NEAR(layer_activation_bytes(bf16) - layer_activation_bytes(fp8), expected, 1e-9 * expected);
+}
+
 TEST(LayerOps, WeightGradientGemmsAreMarkedAndReduceOverTokens) {
   // TP overlap chunks layer GEMMs along their token rows except the weight gradients; the mark
   // must not depend on a shape coincidence (here h = tokens = 2048).
