@@ -286,7 +286,7 @@ TEST(LayerOps, QkNormNormalisesTheLocalQueryAndKey) {
     return r;
   };
   EXPECT_TRUE(qk_ops(layer_forward_ops(j)).empty());
-  const double off_fwd = layer_forward_ops(j).size();
+  const std::size_t off_fwd = layer_forward_ops(j).size();
   j.model.qk_layernorm = true;
   // Local Q: 16 heads x 128; local K: 2 heads x 128; 2048 tokens; 2 bytes.
   const double elems_bytes = 2048.0 * (16 * 128 + 2 * 128) * 2.0;
