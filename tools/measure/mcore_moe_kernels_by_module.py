@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Count the CUDA launches of Megatron-Core's MoE layer module by module (issue 26).
 
-STATUS: written 2026-12-07 and not yet run (no lent GPU could be started that day); the router
-and dispatcher launch counts in src/model/moe_router_ops.cpp are counted from the source. Run it
-to check them on the unfused local-spec path (the fused path needs Transformer Engine).
+STATUS: run once, on a lent H100 80GB HBM3 (torch 2.11 / CUDA 13.0, 2026-12-07), stored as
+bench/data/h100-mcore-moe-kernels-by-module.json. Router (TopKRouter) forward / backward on this
+unfused path: 14 / 10 launches with no loss, +2 forward under forced balance, +17 / +8 with the
+aux loss; the sequence loss with sigmoid scores, expert bias and group-limited routing 55 / 34.
+The layer with the aux loss makes 143 launches forward and 140 backward with autograd on (125
+forward under no_grad, where the router skips its loss): mcore_moe_host_time.py's per-launch
+figures are divided by these. megasim prices the fused path the recipes run
+(src/model/moe_router_ops.cpp, counted from TE's source), which this run cannot check.
 
 megasim charges the host `host_dispatch_s` x `system.host_launch_factor_*` for each kernel it
 lists. The factor was measured per launch *as Megatron-Core issues them*
