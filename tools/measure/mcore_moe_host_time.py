@@ -45,8 +45,12 @@ tools/measure/moe_host_sync_h200.py gave the plain-PyTorch reference,
 bench/data/h100-moe-host-sync-host2.json. The ratios of the two (host time per launch at 128
 tokens; forward = forward_s / kernels_forward, backward = the rest over the rest) are the
 presets' system.host_launch_factor_dense_forward / _backward (1.45 / 1.07) and
-host_launch_factor_moe_forward / _backward (2.28 / 1.54, 16 local experts; 2.17 / 1.44 at 32).
-One glitch: the profiler counted 749 forward kernels for the 8-expert grouped layer (125 for 16
+host_launch_factor_moe_forward / _backward (1.99 / 1.74, 16 local experts; 1.90 / 1.63 at 32).
+Correction (2026-12-07): kernels_forward is counted under torch.no_grad(), where the MoE router
+skips its load-balancing loss, but the timed forward runs with autograd: the MoE layer's timed
+forward makes 143 launches and its backward 140 (mcore_moe_kernels_by_module.py on the same
+layer), so the MoE figures divide by those (the first analysis, by 125 and 158, gave 2.28 / 1.54).
+The dense layer has no such launches. One glitch: the profiler counted 749 forward kernels for the 8-expert grouped layer (125 for 16
 and 32), so that row's forward split is not used (its row says so).
 """
 import argparse
