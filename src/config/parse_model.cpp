@@ -41,7 +41,7 @@ bool is_llama_like(const std::optional<std::string>& model_type) {
 constexpr std::array<std::string_view, 8> kQkNormed{"qwen3",  "qwen3_moe", "qwen3_next", "olmo2",
                                                     "olmo3",  "olmoe",     "gemma3",     "gemma3_text"};
 
-bool has_qk_norm(const std::optional<std::string>& model_type) {
+bool model_type_has_qk_norm(const std::optional<std::string>& model_type) {
   return model_type && std::find(kQkNormed.begin(), kQkNormed.end(), *model_type) != kQkNormed.end();
 }
 
@@ -159,7 +159,7 @@ ModelSpec parse_model(const nlohmann::json& v, const std::string& path, const st
   if (const auto qk = r.bool_opt("qk_layernorm")) {
     m.qk_layernorm = *qk;
   } else if (hf) {
-    m.qk_layernorm = r.bool_opt("use_qk_norm").value_or(has_qk_norm(model_type));
+    m.qk_layernorm = r.bool_opt("use_qk_norm").value_or(model_type_has_qk_norm(model_type));
   }
   read_mla(r, m);
   read_moe(r, m);

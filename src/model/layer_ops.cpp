@@ -124,7 +124,7 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
   x.attn_overlap = job.system.tp_overlap_scope == TpOverlapScope::AllLinears;
   x.rope = m.rope;
   x.rope_unfused = m.rope && m.rope_yarn && !x.mla;
-  x.qk_norm = m.qk_layernorm && !x.mla;
+  x.qk_norm = has_qk_norm(m);
   x.fp8 = job.training.precision == Precision::Fp8;
   x.fp8_recipe = job.training.fp8_recipe;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;

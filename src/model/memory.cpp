@@ -81,7 +81,7 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   if (gemm_input_bytes < 2.0) sharded += s * b * gemm_input_bytes * q;
   // QK norm keeps its inputs, the projected Q and K before normalisation (TE's RMSNorm saves its
   // input for the backward; its per-row inverse RMS is negligible).
-  if (m.qk_layernorm && !is_mla(m)) sharded += s * b * 2.0 * (q + g * hd);
+  if (has_qk_norm(m)) sharded += s * b * 2.0 * (q + g * hd);
   if (is_moe_layer(m, layer)) {
     if (!rec.moe) sharded += moe_mlp_activation_bytes(job, s * b);
   } else if (!rec.mlp) {

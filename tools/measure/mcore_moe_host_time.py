@@ -240,6 +240,20 @@ def init_megatron_one_gpu(mcore, port):
     tensor_parallel.model_parallel_cuda_manual_seed(0)
 
 
+def record_error(res, **what):
+    """Keep the other variants' rows: the failed one's traceback goes into res["errors"]."""
+    res["errors"].append({**what, "traceback": traceback.format_exc()})
+    print(res["errors"][-1]["traceback"], flush=True)
+
+
+def write_result(res, path, t0):
+    """Write the run's JSON (with its elapsed time) and leave the one-GPU world."""
+    res["elapsed_s"] = time.time() - t0
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    torch.distributed.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
@@ -258,14 +272,9 @@ def main():
     for name, experts, grouped in variants:
         try:
             measure(name, experts, grouped, (128, 4096), res)
-        except Exception:  # keep the other variants' rows; the error is recorded
-            res["errors"].append({"variant": name, "local_experts": experts,
-                                  "traceback": traceback.format_exc()})
-            print(res["errors"][-1]["traceback"], flush=True)
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
-    torch.distributed.destroy_process_group()
+        except Exception:
+            record_error(res, variant=name, local_experts=experts)
+    write_result(res, args.out, t0)
 
 
 if __name__ == "__main__":

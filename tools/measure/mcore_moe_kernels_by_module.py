@@ -38,13 +38,12 @@ import json
 import os
 import sys
 import time
-import traceback
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcore_moe_host_time import init_megatron_one_gpu, rope  # noqa: E402  (same layer shapes)
+from mcore_moe_host_time import init_megatron_one_gpu, record_error, rope, write_result  # noqa: E402
 
 H, HEADS, GROUPS, D = 2048, 32, 4, 128
 TOPK, EXPERT_FFN, EXPERTS = 8, 768, 16
@@ -180,12 +179,8 @@ def main():
             del block
             torch.cuda.empty_cache()
         except Exception:
-            res["errors"].append({"router": r, "traceback": traceback.format_exc()})
-            print(res["errors"][-1]["traceback"], flush=True)
-    res["elapsed_s"] = time.time() - t0
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
-    torch.distributed.destroy_process_group()
+            record_error(res, router=r)
+    write_result(res, args.out, t0)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,9 @@ struct ModelSpec {
 
 inline bool is_moe(const ModelSpec& m) { return m.moe.num_experts > 0; }
 inline bool is_mla(const ModelSpec& m) { return m.mla.kv_lora_rank > 0; }
+// The QK norm runs on the attention's own query and key; MLA normalises its latents inside the
+// attention projections instead (src/model/qk_norm_ops.cpp).
+inline bool has_qk_norm(const ModelSpec& m) { return m.qk_layernorm && !is_mla(m); }
 
 // One GPU type's datasheet figures, each from the catalog with its source.
 struct GpuSpec {
