@@ -161,14 +161,15 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
 //   forward's combine                    | backward's attention side
 // so an exchange hides only behind the compute of its own phase, not behind the whole other
 // pass. Sets each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute
-// (with the SM-sharing slow-down of what hides).
+// (with the SM-sharing slow-down of what hides), and its EP collectives on the compute stream
+// (the token-count all-gather runs in the attention node, on the compute stream), all exposed.
 void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b) {
   const PassSides fs = pass_sides(f), bs = pass_sides(b);
   const double slow = c.ep_overlap_slowdown;
-  f.ep_merged_exposed_s =
-      exposed_beside_s(f.first_exchange_s, bs.expert_s, slow) + exposed_beside_s(f.second_exchange_s, bs.attention_s, slow);
-  b.ep_merged_exposed_s =
-      exposed_beside_s(b.first_exchange_s, fs.attention_s, slow) + exposed_beside_s(b.second_exchange_s, fs.expert_s, slow);
+  f.ep_merged_exposed_s = exposed_beside_s(f.first_exchange_s, bs.expert_s, slow) +
+                          exposed_beside_s(f.second_exchange_s, bs.attention_s, slow) + f.ep_serial_comm_s;
+  b.ep_merged_exposed_s = exposed_beside_s(b.first_exchange_s, fs.attention_s, slow) +
+                          exposed_beside_s(b.second_exchange_s, fs.expert_s, slow) + b.ep_serial_comm_s;
 }
 
 LayerPasses time_layer_passes(const Context& c) {

@@ -108,6 +108,8 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
             group_shape(job.parallel.context_parallel_size, job.parallel.tensor_model_parallel_size, domain),
             nccl_slowdown,
             group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
+  c.expert_grid_group =
+      group_shape(job.parallel.expert_model_parallel_size * expert_tensor_parallel_size(job), 1, domain);
   c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
   return c;
 }
@@ -145,6 +147,10 @@ double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
   if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
     return c.ep_group.ranks <= 1 ? 0.0 : ep_comm_time_s(c, op, bytes);
+  }
+  if (op.kind == OpKind::EpAllGather) {
+    if (c.expert_grid_group.ranks <= 1) return 0.0;
+    return collective_time_s(CollOp::AllGather, bytes, c.expert_grid_group, c.job.cluster, c.nccl);
   }
   if (op.kind == OpKind::CpExchange) {
     if (c.cp_group.ranks <= 1) return 0.0;

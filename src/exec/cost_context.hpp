@@ -33,6 +33,9 @@ struct Context {
   double overlap_slowdown;  // fraction a GEMM slows while a NCCL kernel shares its SMs
   // The expert-parallel group: EP ranks ETP apart (Megatron-Core's expert grid, ETP innermost).
   CollGroupShape ep_group;
+  // The whole expert grid's ETP x EP group (Megatron-Core's tp_ep group): the all-to-all
+  // dispatcher gathers its token counts over it.
+  CollGroupShape expert_grid_group{};
   // The same fraction beside the MoE dispatch and combine: NCCL's channels for alltoall and
   // allgather, the flex dispatcher's own SMs for DeepEP / HybridEP (ep_overlap_slowdown()).
   double ep_overlap_slowdown = 0;

@@ -47,6 +47,8 @@ int op_launches(const LayerOp& op, int chunks) { return runs_chunked(op, chunks)
 
 // A collective on the TP-overlap path runs once per GEMM chunk on 1/chunks of the bytes (each
 // piece pays the collective's latency at the lower bandwidth of its smaller message).
+bool is_ep_exchange(const LayerOp& op) { return op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine; }
+
 int collective_pieces(const LayerOp& op, int chunks) { return op.tp_overlap_path ? chunks : 1; }
 double chunked_collective_s(const Context& c, const LayerOp& op, int chunks) {
   const int pieces = collective_pieces(op, chunks);
@@ -182,11 +184,16 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   }
   const PassState state{ops, op_s, chunks};
   double host_launch_s = 0;  // the host's time to launch the pass's compute kernels
-  int ep_exchanges = 0;      // EP dispatch / combine ops met so far (PassTimes::first_exchange_s)
+  int ep_exchanges = 0;      // EP exchanges begun so far (PassTimes::first_exchange_s)
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
-    if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
-      (ep_exchanges++ == 0 ? t.first_exchange_s : t.second_exchange_s) += comm_op_time_s(c, op, op.comm_bytes);
+    if (is_ep_exchange(op)) {
+      if (i == 0 || !is_ep_exchange(ops[i - 1])) ++ep_exchanges;
+      (ep_exchanges == 1 ? t.first_exchange_s : t.second_exchange_s) += comm_op_time_s(c, op, op.comm_bytes);
+      continue;
+    }
+    if (op.kind == OpKind::EpAllGather) {
+      t.ep_serial_comm_s += comm_op_time_s(c, op, op.comm_bytes);
       continue;
     }
     if (is_communication(op.kind)) {
@@ -215,7 +222,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   } else {
     // Only this op list's own exchanges can use its slack: PassTimes are summed over layers and
     // over a backward and its recomputation, and a list with a host wait has none to give.
-    t.host_slack_s = std::min(std::max(0.0, rate_bound_s - t.compute_s), t.ep_comm_s());
+    t.host_slack_s = std::min(std::max(0.0, rate_bound_s - t.compute_s), t.ep_exchange_s());
     t.compute_s = std::max(t.compute_s, rate_bound_s);
   }
   return t;

@@ -45,8 +45,14 @@ struct PassTimes {
   double attention_side_kernels_s = 0;
   double first_exchange_s = 0;
   double second_exchange_s = 0;
-  // MoE dispatch and combine over the expert-parallel group, serial.
-  double ep_comm_s() const { return first_exchange_s + second_exchange_s; }
+  // EP-group collectives the host issues on the compute stream before a dropless host wait
+  // (the all-to-all dispatcher's token-count all-gather): no overlap hides them.
+  double ep_serial_comm_s = 0;
+  // MoE dispatch and combine over the expert-parallel group (an exchange is a run of
+  // consecutive EP ops: the tokens' all-to-all and the probabilities' beside it), serial.
+  double ep_exchange_s() const { return first_exchange_s + second_exchange_s; }
+  // All of the pass's EP-group communication, serial.
+  double ep_comm_s() const { return ep_exchange_s() + ep_serial_comm_s; }
   // This pass's EP exchanges left exposed when the schedule merges it with the opposite pass of
   // a layer like it (chunk_costs.cpp merge_ep_phases); 0 outside MoE layers.
   double ep_merged_exposed_s = 0;
@@ -68,6 +74,7 @@ struct PassTimes {
     t.attention_side_kernels_s *= n;
     t.first_exchange_s *= n;
     t.second_exchange_s *= n;
+    t.ep_serial_comm_s *= n;
     t.ep_merged_exposed_s *= n;
     return t;
   }
@@ -87,6 +94,7 @@ struct PassTimes {
     attention_side_kernels_s += o.attention_side_kernels_s;
     first_exchange_s += o.first_exchange_s;
     second_exchange_s += o.second_exchange_s;
+    ep_serial_comm_s += o.ep_serial_comm_s;
     ep_merged_exposed_s += o.ep_merged_exposed_s;
     return *this;
   }

@@ -36,7 +36,7 @@ namespace megasim {
 
 bool is_communication(OpKind k) {
   return k == OpKind::TpAllGather || k == OpKind::TpReduceScatter || k == OpKind::TpAllReduce ||
-         k == OpKind::CpExchange || k == OpKind::EpDispatch || k == OpKind::EpCombine;
+         k == OpKind::CpExchange || k == OpKind::EpDispatch || k == OpKind::EpCombine || k == OpKind::EpAllGather;
 }
 
 const char* to_string(OpKind k) {
@@ -51,6 +51,7 @@ const char* to_string(OpKind k) {
     case OpKind::CpExchange: return "cp_exchange";
     case OpKind::EpDispatch: return "ep_dispatch";
     case OpKind::EpCombine: return "ep_combine";
+    case OpKind::EpAllGather: return "ep_all_gather";
   }
   return "?";
 }

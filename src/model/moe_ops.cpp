@@ -117,6 +117,22 @@ double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
   return d.received * dd(x.h) * x.e;
 }
 
+// The all-to-all dispatcher sends each routed copy's probability beside its row, as a second
+// all-to-all on the same splits (token_dispatcher.py MoEAlltoAllTokenDispatcher.token_dispatch:
+// all_to_all of the tokens, then of permuted_probs; its autograd backward is the mirror
+// all-to-all of the gradients), and gathers them beside the rows over expert TP
+// (dispatch_postprocess). The probabilities are in the router's dtype: FP32 where the provider
+// sets moe_router_dtype "fp32" (Megatron-Bridge's Qwen3 and DeepSeek providers), the input's
+// BF16 otherwise (moe_utils.py .type_as(logits)); priced at 4 bytes, as megasim has no router
+// dtype: the call is bound by its latency either way. The flex dispatcher moves them inside its own kernels; the
+// allgather one gathers the dense probabilities with the tokens (priced in its exchange).
+constexpr double kProbBytes = 4.0;
+bool probs_travel(const JobSpec& job) { return job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll; }
+void add_probs_exchange(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d, const char* name,
+                        OpKind kind) {
+  if (probs_travel(job)) ops.push_back(comm(name, kind, d.received * kProbBytes, false));
+}
+
 // Dropless routing needs each expert's token count on the host before the dispatch (the
 // all-to-all's split sizes, TE GroupedLinear's m_splits list): Megatron-Core copies them to the
 // host and blocks on an event, once per MoE layer forward (token_dispatcher.py
@@ -232,9 +248,13 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
+  add_probs_exchange(ops, job, d, "ep_dispatch_probs", OpKind::EpDispatch);
   const std::size_t experts_from = ops.size();
   const double rows = dd(d.rows_total);
-  if (d.etp > 1) ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
+  if (d.etp > 1) {
+    ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
+    if (probs_travel(job)) ops.push_back(comm("etp_all_gather_probs", OpKind::TpAllGather, rows * kProbBytes, false));
+  }
   // Sort by local expert: TE's moe_sort_chunks_by_index builds its chunk map, then sorts (2).
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
   const bool padded = fp8_expert_rows_padded(x, d);
@@ -281,8 +301,14 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, true);
   if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   mark_expert_side(ops, experts_from);
-  if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
+  if (d.etp > 1) {
+    ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
+    if (probs_travel(job)) {
+      ops.push_back(comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * kProbBytes, false));
+    }
+  }
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
+  add_probs_exchange(ops, job, d, "ep_dispatch_probs_bwd", OpKind::EpCombine);
   if (d.shared) add_shared_experts_bwd(ops, job, x);
   ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   add_router_backward(ops, job, x, d.tokens);

@@ -7,9 +7,9 @@
 // path the Megatron-Bridge performance recipes run: moe_router_fusion and moe_permute_fusion on
 // (scripts/performance/configs/*/..._llm_pretrain.py; every MoE provider sets the permute
 // fusion). Their unfused paths issue more (PyTorch top-k, scatter and masked_select chains); they
-// are priced as the fused ones, a floor. NCCL calls (the token-count all-gather, the routing
-// probabilities' all-to-all, the aux loss's all-reduce) are not counted as host launches here, as
-// no collective is (pass_times.cpp), and their latency is not priced.
+// are priced as the fused ones, a floor. Their small NCCL calls are collectives of their own
+// (the load-balancing loss's count all-reduce here, the dispatcher's token-count all-gather here,
+// the probabilities' all-to-all in moe_ops.cpp): latency-bound, on the compute stream.
 #include "op_builders.hpp"
 
 namespace megasim::model_detail {
@@ -75,6 +75,13 @@ void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dim
     // loss kernel reads the scores.
     ops.push_back(mem("router_aux_loss", OpKind::Elementwise, 3.5 * n * kScoreBytes,
                       aux_loss_forward_launches(load_balancing(t))));
+    // The loss needs the counts of the whole sequence: reduce_from_tensor_model_parallel_region
+    // of routing_map.sum(0) (int64, one per expert) over the TP x CP group (router.py
+    // _apply_aux_loss, _apply_seq_aux_loss), priced over the TP group. The global loss reduces
+    // over TP x DP x CP instead (_apply_global_aux_loss); megasim does not price that group.
+    if (load_balancing(t) != MoeLoadBalancing::GlobalAuxLoss) {
+      ops.push_back(comm("router_aux_loss_count_all_reduce", OpKind::TpAllReduce, 8.0 * dd(experts), false));
+    }
   }
   if (grad_enabled && t.moe_router_enable_expert_bias) {
     ops.push_back(mem("router_expert_bias_count", OpKind::Elementwise, n, 2));
@@ -117,6 +124,15 @@ void add_dispatch_metadata(std::vector<LayerOp>& ops, const JobSpec& job, std::i
                            ? 1
                            : (across_ranks ? 11 : 3) + (t.moe_expert_capacity_factor ? 1 : 0);
   ops.push_back(mem("dispatch_token_counts", OpKind::Elementwise, map_bytes, launches));
+  // Dropless across ranks, every rank needs every rank's counts for the all-to-all's split sizes:
+  // gather_from_sequence_parallel_region(num_local_tokens_per_expert, group=tp_ep_group), one
+  // int64 per expert from each rank of the expert grid's ETP x EP group, before the host sync.
+  if (across_ranks && !t.moe_pad_expert_input_to_capacity) {
+    const std::int64_t ranks =
+        std::max(1, job.parallel.expert_model_parallel_size) * expert_tensor_parallel_size(job);
+    ops.push_back(comm("dispatch_token_count_all_gather", OpKind::EpAllGather,
+                       8.0 * dd(job.model.moe.num_experts) * dd(ranks), false));
+  }
 }
 
 }  // namespace megasim::model_detail

@@ -21,6 +21,8 @@ enum class OpKind {
   CpExchange,       // context-parallel K/V ring exchange; comm_bytes sent per rank
   EpDispatch,       // MoE token dispatch / combine over the expert-parallel group; comm_bytes =
   EpCombine,        //   the busiest EP rank's received copies x h (routing skew and drops included)
+  EpAllGather,      // all-gather over the expert grid's ETP x EP group on the compute stream (the
+                    //   all-to-all dispatcher's token counts); comm_bytes = the gathered size
 };
 bool is_communication(OpKind k);
 const char* to_string(OpKind k);

@@ -146,6 +146,37 @@ TEST(MoeStepTextbook, HostSlackOfAPassWithoutAWaitTakesItsSerialExchange) {
   EXPECT_EQ(forward({}).host_slack_s, 0.0);
 }
 
+// The probabilities' all-to-all runs right after the tokens' and belongs to the same exchange:
+// the forward's first exchange is the two dispatches, its second the combine. The dropless
+// token-count all-gather is on the compute stream before the host sync: serial, in ep_comm_s,
+// never in an exchange, exposed whatever the merged schedule hides.
+TEST(MoeStep, TokenCountGatherIsSerialAndProbabilitiesJoinTheDispatch) {
+  const LayerKind moe{true, false};
+  const JobSpec job = qwen3_30b({"training.moe_router_force_load_balancing=true"});
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  const auto ops = layer_forward_ops(job, moe);
+  const PassTimes f = time_ops(c, ops, host_s_per_launch(c, true, PassDirection::Forward));
+  double dispatch = 0, combine = 0, gather = 0;
+  for (const LayerOp& op : ops) {
+    if (op.kind == OpKind::EpDispatch) dispatch += comm_op_time_s(c, op, op.comm_bytes);
+    if (op.kind == OpKind::EpCombine) combine += comm_op_time_s(c, op, op.comm_bytes);
+    if (op.kind == OpKind::EpAllGather) gather += comm_op_time_s(c, op, op.comm_bytes);
+  }
+  EXPECT_GT(gather, 0.0);
+  EXPECT_NEAR(f.first_exchange_s, dispatch, 1e-15);
+  EXPECT_NEAR(f.second_exchange_s, combine, 1e-15);
+  EXPECT_NEAR(f.ep_serial_comm_s, gather, 1e-15);
+  EXPECT_NEAR(f.ep_comm_s(), dispatch + combine + gather, 1e-15);
+  // Merged with a backward whose compute would hide any exchange, the gather stays exposed.
+  PassTimes fm = f, b;
+  b.attention_side_kernels_s = b.expert_side_kernels_s = b.compute_s = 1.0;
+  Context c0 = make_context(job, *data);
+  c0.ep_overlap_slowdown = 0.0;
+  merge_ep_phases(c0, fm, b);
+  EXPECT_NEAR(fm.ep_merged_exposed_s, gather, 1e-15);
+}
+
 // A dropless step with the MoE block recomputed: the backward's slack must not hide the
 // recomputed forward's exchanges, which its own host wait already queues. Summing the two lists
 // must price the recompute exactly as alone.

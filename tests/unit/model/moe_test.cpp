@@ -436,6 +436,54 @@ TEST(Moe, RouterAndDispatcherLaunchesFollowMegatronCore) {
   EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_load_balancing_type", "need an MoE model");
 }
 
+// The MoE block's small NCCL calls, from Megatron-Core 0d8e0714's code: the all-to-all
+// dispatcher's token-count all-gather over the ETP x EP group (one int64 per expert a rank, dropless
+// only: padded counts are known on the host), the probabilities' all-to-all beside the tokens'
+// (forward and its backward mirror), and the load-balancing loss's count all-reduce.
+TEST(Moe, SmallCollectivesFollowMegatronCore) {
+  const LayerKind moe{true, false};
+  auto ops_of = [&](const std::vector<std::pair<std::string, nlohmann::json>>& set, bool forward) {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    for (const auto& [k, v] : set) {
+      if (k.rfind("system.", 0) == 0) j["system"][k.substr(7)] = v;
+      else j["training"][k] = v;
+    }
+    const JobSpec job = test::parse(j);
+    return forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe);
+  };
+  auto find = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
+    for (const auto& op : ops) if (op.name == name) return &op;
+    return nullptr;
+  };
+  const auto fwd = ops_of({}, true);
+  const LayerOp* gather = find(fwd, "dispatch_token_count_all_gather");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(gather->kind, OpKind::EpAllGather);
+  EXPECT_DOUBLE_EQ(gather->comm_bytes, 8.0 * 128 * 8);  // 128 experts x 8 EP ranks x int64
+  // The probabilities follow the tokens' all-to-all directly (the same exchange), 4 bytes a copy.
+  std::size_t tokens_at = 0;
+  for (std::size_t i = 0; i < fwd.size(); ++i) if (fwd[i].name == "ep_dispatch") tokens_at = i;
+  ASSERT_LT(tokens_at + 1, fwd.size());
+  EXPECT_EQ(fwd[tokens_at + 1].name, "ep_dispatch_probs");
+  EXPECT_EQ(fwd[tokens_at + 1].kind, OpKind::EpDispatch);
+  const double h = 2048, e = 2;
+  EXPECT_NEAR(fwd[tokens_at + 1].comm_bytes * h * e / 4.0, fwd[tokens_at].comm_bytes, 1e-6 * fwd[tokens_at].comm_bytes);
+  EXPECT_NE(find(ops_of({}, false), "ep_dispatch_probs_bwd"), nullptr);
+  EXPECT_EQ(find(ops_of({}, false), "dispatch_token_count_all_gather"), nullptr);  // counts need no gradient
+  // Padded to the capacity: no gather. The flex dispatcher moves probabilities inside its kernels.
+  EXPECT_EQ(find(ops_of({{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}}, true),
+                 "dispatch_token_count_all_gather"),
+            nullptr);
+  EXPECT_EQ(find(ops_of({{"system.moe_token_dispatcher_type", "flex"}}, true), "ep_dispatch_probs"), nullptr);
+  // The loss's all-reduce of one int64 per expert, with the loss only.
+  EXPECT_EQ(find(fwd, "router_aux_loss_count_all_reduce"), nullptr);
+  const LayerOp* reduce = find(ops_of({{"moe_aux_loss_coeff", 1e-3}}, true), "router_aux_loss_count_all_reduce");
+  ASSERT_NE(reduce, nullptr);
+  EXPECT_EQ(reduce->kind, OpKind::TpAllReduce);
+  EXPECT_DOUBLE_EQ(reduce->comm_bytes, 8.0 * 128);
+}
+
 // GPT-OSS clamps its gated activation (Hugging Face swiglu_limit 7.0): Megatron-Core's
 // weighted_bias_quick_geglu_impl clamps each half and concatenates them in eager ops before its
 // fused kernel (measured: 3 launches, 13.6 B a FC1-output element); autograd's backward of those
