@@ -110,6 +110,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
   flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
   flag("autocast_fp32_weights", s.autocast_fp32_weights);
+  flag("qkv_split_copies", s.qkv_split_copies);
   s.fsdp_staging = r.enum_opt("fsdp_staging", kFsdpStagings).value_or(s.fsdp_staging);
   s.optimizer_implementation =
       r.enum_opt("optimizer_implementation", kOptimizerImpls).value_or(s.optimizer_implementation);

@@ -322,9 +322,11 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
     add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
     add_qkv_fwd(ops, job, x);
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
+    add_query_reshape_copy(ops, job, x);
     add_qk_norm(ops, x, false);
     add_rope(ops, x, false);
     add_cp(ops, x, "cp_kv_exchange");
+    add_value_contiguous_copy(ops, job, x);
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
     add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
@@ -337,9 +339,11 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   ops.push_back(norm_fwd(x, "input_norm"));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   add_qkv_fwd(ops, job, x);
+  add_query_reshape_copy(ops, job, x);
   add_qk_norm(ops, x, false);
   add_rope(ops, x, false);
   add_cp(ops, x, "cp_kv_exchange");
+  add_value_contiguous_copy(ops, job, x);
   ops.push_back(attention(job, x, false));
   add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
   ops.push_back(linear(x, "attn_proj", T, x.h, x.o_local, x.attn_overlap));
@@ -463,6 +467,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     add_cp(ops, x, "cp_kv_grad_exchange");
     add_rope(ops, x, true);
     add_qk_norm(ops, x, true);
+    add_qkv_grad_concat(ops, job, x);
     add_fp8_transpose(ops, x, "input_norm_output", norm_out);
     const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
     const std::size_t qkv = add_qkv_bwd(ops, job, x);
@@ -490,6 +495,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   add_cp(ops, x, "cp_kv_grad_exchange");
   add_rope(ops, x, true);
   add_qk_norm(ops, x, true);
+  add_qkv_grad_concat(ops, job, x);
   add_fp8_transpose(ops, x, "input_norm_output", norm_out);
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
@@ -539,7 +545,10 @@ std::vector<LayerOp> selective_recompute_ops(const JobSpec& job, const LayerKind
     ops.push_back(norm_fwd(x, "post_attn_norm"));
   }
   if (r.mla_up_proj && x.mla) add_mla_up_projections(ops, job, x);
-  if (r.core_attn) ops.push_back(attention(job, x, false));
+  if (r.core_attn) {
+    add_value_contiguous_copy(ops, job, x);
+    ops.push_back(attention(job, x, false));
+  }
   if (!kind.moe && r.mlp) {
     add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
     ops.push_back(linear(x, "fc1", x.tokens, x.fc1_local, x.h, true));

@@ -82,6 +82,11 @@ double forward_rs_bytes(const Dims& x, bool on_overlap_path);
 // The rotary embedding of Q and K in one pass (rope_ops.cpp): fused, or unfused under YaRN.
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 void add_qk_norm(std::vector<LayerOp>& ops, const Dims& x, bool backward);
+// Megatron-Core's copies around the fused QKV output (system.qkv_split_copies; qkv_split_ops.cpp):
+// the GQA query's reshape, the value made contiguous for TE's attention, the gradients' concat.
+void add_query_reshape_copy(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+void add_value_contiguous_copy(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
+void add_qkv_grad_concat(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x);
 // The MoE router and the all-to-all dispatcher's metadata (moe_router_ops.cpp); `tokens`: this
 // rank's tokens entering the MoE block.
 void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens,

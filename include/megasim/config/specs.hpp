@@ -264,6 +264,10 @@ struct SystemSpec {
   // autocast; FSDP with an FP32 param_dtype). Off in every preset: Megatron and FSDP with a
   // BF16 param_dtype hold BF16 weights.
   bool autocast_fp32_weights = false;
+  // Megatron-Core's self-attention splits its fused QKV output into strided views and copies
+  // around them: the GQA query's reshape, the value made contiguous for Transformer Engine's
+  // attention, and the gradients' concatenation in the backward (src/model/qkv_split_ops.cpp).
+  bool qkv_split_copies = false;
   // The full-size copies PyTorch FSDP makes of every unit's parameters and gradients each
   // micro-batch under ZeRO-2/3 ("none": Megatron's buffers gather and reduce in place):
   // FSDP1 casts the gradient to reduce_dtype and pre-divides it, FSDP2 copies the all-gather

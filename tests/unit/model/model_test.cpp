@@ -307,6 +307,55 @@ TEST(LayerOps, QkNormNormalisesTheLocalQueryAndKey) {
   EXPECT_NEAR(layer_activation_bytes(j, 0) - layer_activation_bytes(off, 0), elems_bytes, 1e-6 * elems_bytes);
 }
 
+// Megatron-Core's copies around the split QKV output (system.qkv_split_copies, from its code):
+// the GQA query's reshape copies only with two or more local groups, the value is made
+// contiguous for TE's attention once RoPE has made the key contiguous, and the backward
+// concatenates the three gradients. Each reads and writes its tensor once.
+TEST(LayerOps, QkvSplitCopiesFollowMegatronCore) {
+  JobSpec j = gpt175b_megascale();
+  j.model = testing::llama(8192, 80, 64, 8, 28672);
+  j.model.rope = true;
+  j.parallel.tensor_model_parallel_size = 4;  // 16 query heads and 2 groups a rank
+  const auto find = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
+    for (const auto& op : ops) if (op.name == name) return &op;
+    return nullptr;
+  };
+  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);  // off outside Megatron-Core
+  j.system.qkv_split_copies = true;
+  const double tokens = 2048.0;
+  const auto fwd = layer_forward_ops(j);
+  const LayerOp* q = find(fwd, "query_reshape_copy");
+  const LayerOp* v = find(fwd, "value_contiguous_copy");
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(v, nullptr);
+  EXPECT_DOUBLE_EQ(q->bytes, 2.0 * tokens * 16 * 128 * 2.0);
+  EXPECT_DOUBLE_EQ(v->bytes, 2.0 * tokens * 2 * 128 * 2.0);
+  // The value's copy feeds the attention: it sits right before it.
+  for (std::size_t i = 0; i < fwd.size(); ++i)
+    if (fwd[i].name == "value_contiguous_copy") EXPECT_EQ(fwd[i + 1].kind, OpKind::Attention);
+  const LayerOp* cat = find(layer_backward_ops(j), "qkv_grad_concat");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_DOUBLE_EQ(cat->bytes, 2.0 * tokens * (16 + 2 * 2) * 128 * 2.0);
+  // One group a rank (TP 8): the reshape is a view. The QK norm's own copy covers the query.
+  j.parallel.tensor_model_parallel_size = 8;
+  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);
+  j.parallel.tensor_model_parallel_size = 4;
+  j.model.qk_layernorm = true;
+  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);
+  EXPECT_NE(find(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
+  // Without RoPE or a norm the key and value stay views of one buffer: TE takes them as they are.
+  j.model.qk_layernorm = false;
+  j.model.rope = false;
+  EXPECT_EQ(find(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
+  EXPECT_NE(find(layer_backward_ops(j), "qkv_grad_concat"), nullptr);
+  // A recomputed attention core makes the value contiguous again.
+  j.model.rope = true;
+  j.training.recompute = Recompute::Selective;
+  j.training.recompute_modules = RecomputeModules{};
+  j.training.recompute_modules.core_attn = true;
+  EXPECT_NE(find(layer_recompute_ops(j), "value_contiguous_copy"), nullptr);
+}
+
 // Under FP8, Transformer Engine keeps the FP8 copy (1 byte) of each GEMM input it cast for the
 // weight gradient: the QKV and FC1 inputs (the norms' outputs, SP-sharded) and FC2's input
 // (the activation output) drop a byte an element, and the attention projection keeps its FP8
