@@ -331,8 +331,11 @@ TEST(LayerOps, QkvSplitCopiesFollowMegatronCore) {
   EXPECT_DOUBLE_EQ(q->bytes, 2.0 * tokens * 16 * 128 * 2.0);
   EXPECT_DOUBLE_EQ(v->bytes, 2.0 * tokens * 2 * 128 * 2.0);
   // The value's copy feeds the attention: it sits right before it.
-  for (std::size_t i = 0; i < fwd.size(); ++i)
-    if (fwd[i].name == "value_contiguous_copy") EXPECT_EQ(fwd[i + 1].kind, OpKind::Attention);
+  for (std::size_t i = 0; i + 1 < fwd.size(); ++i) {
+    if (fwd[i].name == "value_contiguous_copy") {
+      EXPECT_EQ(fwd[i + 1].kind, OpKind::Attention);
+    }
+  }
   const LayerOp* cat = find(layer_backward_ops(j), "qkv_grad_concat");
   ASSERT_NE(cat, nullptr);
   EXPECT_DOUBLE_EQ(cat->bytes, 2.0 * tokens * (16 + 2 * 2) * 128 * 2.0);
