@@ -336,7 +336,8 @@ TEST(LayerOps, QkvSplitCopiesFollowMegatronCore) {
       EXPECT_EQ(fwd[i + 1].kind, OpKind::Attention);
     }
   }
-  const LayerOp* cat = find(layer_backward_ops(j), "qkv_grad_concat");
+  const auto bwd = layer_backward_ops(j);
+  const LayerOp* cat = find(bwd, "qkv_grad_concat");
   ASSERT_NE(cat, nullptr);
   EXPECT_DOUBLE_EQ(cat->bytes, 2.0 * tokens * (16 + 2 * 2) * 128 * 2.0);
   // One group a rank (TP 8): the reshape is a view. The QK norm's own copy covers the query.

@@ -478,7 +478,8 @@ TEST(Moe, SmallCollectivesFollowMegatronCore) {
   EXPECT_EQ(find(ops_of({{"system.moe_token_dispatcher_type", "flex"}}, true), "ep_dispatch_probs"), nullptr);
   // The loss's all-reduce of one int64 per expert, with the loss only.
   EXPECT_EQ(find(fwd, "router_aux_loss_count_all_reduce"), nullptr);
-  const LayerOp* reduce = find(ops_of({{"moe_aux_loss_coeff", 1e-3}}, true), "router_aux_loss_count_all_reduce");
+  const auto with_loss = ops_of({{"moe_aux_loss_coeff", 1e-3}}, true);
+  const LayerOp* reduce = find(with_loss, "router_aux_loss_count_all_reduce");
   ASSERT_NE(reduce, nullptr);
   EXPECT_EQ(reduce->kind, OpKind::TpAllReduce);
   EXPECT_DOUBLE_EQ(reduce->comm_bytes, 8.0 * 128);
