@@ -150,11 +150,44 @@ double op_host_s_per_launch(const Context& c, const LayerOp& op, double framewor
   return op.plain_torch_launches ? c.hw.host_dispatch_s : framework_s_per_launch;
 }
 
+// The ranks of the group a collective op runs over.
+int collective_group_ranks(const Context& c, const LayerOp& op) {
+  switch (op.kind) {
+    case OpKind::CpExchange: return c.cp_group.ranks;
+    case OpKind::EpDispatch:
+    case OpKind::EpCombine: return c.ep_group.ranks;
+    case OpKind::EpAllGather: return c.expert_grid_group.ranks;
+    default: return c.tp_group.ranks;
+  }
+}
+
+// The host's time to issue a collective op. Each piece is a torch.distributed call
+// (ProcessGroupNCCL's work object, events, stream waits and the NCCL enqueue, with the output's
+// allocation: hardware profile host_collective_call_s, and host_all_to_all_call_s for Megatron-
+// Core's all-to-all with its split lists; measured), which the framework host factors leave out:
+// they were measured on one GPU, where Megatron-Core bypasses every collective. No call is made
+// over a one-rank group (the same bypass) or for Transformer Engine's userbuffers collectives
+// (issued inside their GEMM's launch). The flex dispatcher's DeepEP / HybridEP exchange is its
+// own C++ call, unmeasured: one launch at the framework's rate.
+double collective_host_s(const Context& c, const LayerOp& op, int chunks, double host_s_per_launch) {
+  if (collective_group_ranks(c, op) <= 1) return 0.0;
+  if (te_userbuffers(c.job) && op.tp_overlap_path) return 0.0;
+  const int pieces = collective_pieces(op, chunks);
+  if (is_ep_exchange(op)) {
+    switch (c.job.system.moe_token_dispatcher_type) {
+      case MoeDispatcher::Flex: return pieces * host_s_per_launch;
+      case MoeDispatcher::AllToAll: return pieces * c.hw.host_all_to_all_call_s;
+      case MoeDispatcher::AllGather: break;
+    }
+  }
+  return pieces * c.hw.host_collective_call_s;
+}
+
 // A pass whose host blocks at ops[s] until the GPU is idle (LayerOp::host_waits_for_gpu): the
 // stretch between two waits is this pass's ops from the wait to its end and the next layer's up
 // to its wait - in steady state this pass rotated to start at ops[s] - launched at
 // host_s_per_launch apiece (host_launch_queue.hpp). Collectives count as GPU time at their serial
-// duration, one launch each.
+// duration, issued at collective_host_s.
 double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const std::vector<double>& op_s,
                         std::size_t s, int chunks, double host_s_per_launch) {
   std::vector<LaunchedOp> run;
@@ -163,7 +196,9 @@ double host_wait_idle_s(const Context& c, const std::vector<LayerOp>& ops, const
     const std::size_t i = (s + n) % ops.size();
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) {
-      run.push_back({chunked_collective_s(c, op, chunks), collective_pieces(op, chunks), host_s_per_launch});
+      const int pieces = collective_pieces(op, chunks);
+      run.push_back({chunked_collective_s(c, op, chunks), pieces,
+                     collective_host_s(c, op, chunks, host_s_per_launch) / pieces});
     } else {
       run.push_back({op_s[i], op_launches(op, chunks), op_host_s_per_launch(c, op, host_s_per_launch)});
     }
@@ -183,10 +218,11 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     if (!is_communication(ops[i].kind)) op_s[i] = compute_op_time_s(c, ops[i], chunks);
   }
   const PassState state{ops, op_s, chunks};
-  double host_launch_s = 0;  // the host's time to launch the pass's compute kernels
+  double host_launch_s = 0;  // the host's time to launch the pass's kernels and issue its collectives
   int ep_exchanges = 0;      // EP exchanges begun so far (PassTimes::first_exchange_s)
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
+    if (is_communication(op.kind)) host_launch_s += collective_host_s(c, op, chunks, host_s_per_launch);
     if (is_ep_exchange(op)) {
       if (i == 0 || !is_ep_exchange(ops[i - 1])) ++ep_exchanges;
       (ep_exchanges == 1 ? t.first_exchange_s : t.second_exchange_s) += comm_op_time_s(c, op, op.comm_bytes);

@@ -68,6 +68,8 @@ struct HardwareProfile {
   double kernel_launch_overhead_s = 0;  // device-side gap between back-to-back kernels
   double host_dispatch_s = 0;           // plain eager PyTorch (autograd on) host time per kernel
                                         // launch, before a framework's factor (system.host_launch_factor_*)
+  double host_collective_call_s = 0;    // host time of one torch.distributed NCCL collective call
+  double host_all_to_all_call_s = 0;    //   ... and of Megatron-Core's all-to-all-v (split lists)
   int nccl_channels_sharing_sms = 0;    // SMs taken by NCCL kernels while overlapping
   BufferSizes buffers;
 };

@@ -177,6 +177,34 @@ TEST(MoeStep, TokenCountGatherIsSerialAndProbabilitiesJoinTheDispatch) {
   EXPECT_NEAR(fm.ep_merged_exposed_s, gather, 1e-15);
 }
 
+// Each collective the layer code issues costs the host one torch.distributed call (the framework
+// host factors were measured on one GPU, where Megatron-Core bypasses them): a host-bound pass
+// grows by the calls' host time; a one-rank group is bypassed, so it costs nothing.
+TEST(MoeStepTextbook, HostBoundPassPaysEachCollectiveCall) {
+  const LayerKind moe{true, false};
+  auto forward = [&](int ep, double call_s) {
+    const JobSpec job = qwen3_30b({"parallel.expert_model_parallel_size=" + std::to_string(ep),
+                                   "training.seq_length=1024", "training.moe_expert_capacity_factor=1.0",
+                                   "training.moe_pad_expert_input_to_capacity=true",
+                                   "training.moe_router_force_load_balancing=true"});
+    auto data = std::make_shared<StepCostData>(*load_step_cost_data(job, catalog()));
+    data->hw.host_all_to_all_call_s = call_s;  // the all-to-all dispatcher's exchanges
+    const Context c = make_context(job, *data);
+    const auto ops = layer_forward_ops(job, moe);
+    int calls = 0;
+    for (const LayerOp& op : ops) calls += (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) ? 1 : 0;
+    return std::make_pair(time_ops(c, ops, host_s_per_launch(c, true, PassDirection::Forward)), calls);
+  };
+  const auto [base, calls] = forward(8, 0.0);
+  const auto [slow, same] = forward(8, 1e-3);  // 1 ms a call: the host bounds the pass
+  EXPECT_EQ(calls, 3);                         // tokens and probabilities dispatched, tokens combined
+  EXPECT_EQ(same, calls);
+  ASSERT_GT(base.host_slack_s, 0.0);           // host-bound already: its bound grows call by call
+  EXPECT_NEAR(slow.compute_s - base.compute_s, calls * 1e-3, 1e-12);
+  // One EP rank: Megatron-Core bypasses the calls, the host pays nothing for them.
+  EXPECT_DOUBLE_EQ(forward(1, 1e-3).first.compute_s, forward(1, 0.0).first.compute_s);
+}
+
 // A dropless step with the MoE block recomputed: the backward's slack must not hide the
 // recomputed forward's exchanges, which its own host wait already queues. Summing the two lists
 // must price the recompute exactly as alone.
