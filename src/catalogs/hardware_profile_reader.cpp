@@ -129,12 +129,13 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
   const auto& l = obj(j, path, "launch");
   const std::string lp = join_path(path, "launch");
   require_known_keys(l, lp, {"kernel_launch_overhead_s", "host_dispatch_s", "host_collective_call_s",
-                              "host_all_to_all_call_s"});
+                              "host_all_to_all_call_s", "host_all_reduce_call_s"});
   require_known_keys(obj(j, path, "overlap"), join_path(path, "overlap"), {"nccl_channels"});
   hw.kernel_launch_overhead_s = sourced_figure(l, lp, "kernel_launch_overhead_s", 0, 1e-3);
   hw.host_dispatch_s = sourced_figure(l, lp, "host_dispatch_s", 0, 1e-3);
   hw.host_collective_call_s = sourced_figure(l, lp, "host_collective_call_s", 0, 1e-3);
   hw.host_all_to_all_call_s = sourced_figure(l, lp, "host_all_to_all_call_s", 0, 1e-3);
+  hw.host_all_reduce_call_s = sourced_figure(l, lp, "host_all_reduce_call_s", 0, 1e-3);
   hw.nccl_channels_sharing_sms =
       static_cast<int>(sourced_figure(obj(j, path, "overlap"), join_path(path, "overlap"), "nccl_channels", 0, 256));
   const auto& b = obj(j, path, "buffers");

@@ -136,10 +136,13 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
     ch.fwd_ep_exposed_s = f.ep_merged_exposed_s;
     ch.bwd_ep_exposed_s = b.ep_merged_exposed_s;
   } else if (sys.moe_shared_expert_overlap) {
+    // The token-count gather runs in the dispatcher's preprocess, before the shared experts start.
     ch.fwd_ep_exposed_s =
-        after_host_slack_s(exposed_beside_s(f.ep_comm_s(), f.shared_expert_s, c.ep_overlap_slowdown), f);
+        after_host_slack_s(exposed_beside_s(f.ep_exchange_s(), f.shared_expert_s, c.ep_overlap_slowdown), f) +
+        f.ep_serial_comm_s;
     ch.bwd_ep_exposed_s =
-        after_host_slack_s(exposed_beside_s(b.ep_comm_s(), b.shared_expert_s, c.ep_overlap_slowdown), b);
+        after_host_slack_s(exposed_beside_s(b.ep_exchange_s(), b.shared_expert_s, c.ep_overlap_slowdown), b) +
+        b.ep_serial_comm_s;
   } else {
     ch.fwd_ep_exposed_s = after_host_slack_s(f.ep_comm_s(), f);
     ch.bwd_ep_exposed_s = after_host_slack_s(b.ep_comm_s(), b);

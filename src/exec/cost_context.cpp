@@ -110,6 +110,7 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
             group_shape(job.parallel.expert_model_parallel_size, expert_tensor_parallel_size(job), domain)};
   c.expert_grid_group =
       group_shape(job.parallel.expert_model_parallel_size * expert_tensor_parallel_size(job), 1, domain);
+  c.etp_group = group_shape(expert_tensor_parallel_size(job), 1, domain);
   c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
   return c;
 }
@@ -158,8 +159,9 @@ double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
                              group_shape(2, c.job.parallel.tensor_model_parallel_size, nvlink_domain_gpus(c.job.cluster)),
                              c.job.cluster, c.nccl);
   }
-  if (c.tp_group.ranks <= 1) return 0.0;
-  return collective_time_s(comm_op_of(op.kind), bytes, c.tp_group, c.job.cluster, c.nccl);
+  const CollGroupShape& group = op.expert_tensor_parallel ? c.etp_group : c.tp_group;
+  if (group.ranks <= 1) return 0.0;
+  return collective_time_s(comm_op_of(op.kind), bytes, group, c.job.cluster, c.nccl);
 }
 
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {

@@ -36,6 +36,8 @@ struct Context {
   // The whole expert grid's ETP x EP group (Megatron-Core's tp_ep group): the all-to-all
   // dispatcher gathers its token counts over it.
   CollGroupShape expert_grid_group{};
+  // The expert tensor-parallel group (ETP adjacent ranks): the experts' own TP collectives.
+  CollGroupShape etp_group{};
   // The same fraction beside the MoE dispatch and combine: NCCL's channels for alltoall and
   // allgather, the flex dispatcher's own SMs for DeepEP / HybridEP (ep_overlap_slowdown()).
   double ep_overlap_slowdown = 0;

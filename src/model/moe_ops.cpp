@@ -81,6 +81,14 @@ LayerOp expert_gemm(const JobSpec& job, const Dims& x, const MoeDims& d, std::st
   return op;
 }
 
+// A collective over the expert TP group (dispatch_postprocess / combine_preprocess over tp_group
+// of the expert grid, which has ETP ranks).
+LayerOp etp_comm(std::string name, OpKind kind, double bytes, bool overlap) {
+  LayerOp op = comm(std::move(name), kind, bytes, overlap);
+  op.expert_tensor_parallel = true;
+  return op;
+}
+
 // Marks the compute kernels appended since `from` as the shared experts'.
 void mark_shared(std::vector<LayerOp>& ops, std::size_t from) {
   for (std::size_t i = from; i < ops.size(); ++i) ops[i].shared_expert = !is_communication(ops[i].kind);
@@ -124,13 +132,20 @@ double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
 // (dispatch_postprocess). The probabilities are in the router's dtype: FP32 where the provider
 // sets moe_router_dtype "fp32" (Megatron-Bridge's Qwen3 and DeepSeek providers), the input's
 // BF16 otherwise (moe_utils.py .type_as(logits)); priced at 4 bytes, as megasim has no router
-// dtype: the call is bound by its latency either way. The flex dispatcher moves them inside its own kernels; the
-// allgather one gathers the dense probabilities with the tokens (priced in its exchange).
+// dtype: the call is bound by its latency either way. The flex dispatcher moves them inside its
+// own kernels. The allgather dispatcher gathers, beside the tokens, every rank's routing map (bool)
+// and dense probabilities [tokens, experts] (MoEAllGatherTokenDispatcher.token_dispatch), and its
+// backward reduce-scatters the probabilities' gradient: calls of their own, one exchange with the
+// tokens'.
 constexpr double kProbBytes = 4.0;
 bool probs_travel(const JobSpec& job) { return job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll; }
 void add_probs_exchange(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d, const char* name,
                         OpKind kind) {
   if (probs_travel(job)) ops.push_back(comm(name, kind, d.received * kProbBytes, false));
+  if (job.system.moe_token_dispatcher_type != MoeDispatcher::AllGather) return;
+  const double gathered = dd(d.ep) * dd(d.tokens) * dd(d.experts);  // [EP x tokens, experts]
+  if (kind == OpKind::EpDispatch) ops.push_back(comm(std::string(name) + "_routing_map", kind, gathered, false));
+  ops.push_back(comm(name, kind, gathered * kProbBytes, false));
 }
 
 // Dropless routing needs each expert's token count on the host before the dispatch (the
@@ -252,8 +267,8 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   const std::size_t experts_from = ops.size();
   const double rows = dd(d.rows_total);
   if (d.etp > 1) {
-    ops.push_back(comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
-    if (probs_travel(job)) ops.push_back(comm("etp_all_gather_probs", OpKind::TpAllGather, rows * kProbBytes, false));
+    ops.push_back(etp_comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
+    if (probs_travel(job)) ops.push_back(etp_comm("etp_all_gather_probs", OpKind::TpAllGather, rows * kProbBytes, false));
   }
   // Sort by local expert: TE's moe_sort_chunks_by_index builds its chunk map, then sorts (2).
   if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
@@ -268,7 +283,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   add_expert_fc2_bias_fwd(ops, x, d);
   if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
   mark_expert_side(ops, experts_from);
-  if (d.etp > 1) ops.push_back(comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
+  if (d.etp > 1) ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   // Unpermute: TE's fused unpermute merges the weighted copies back to token order (1); the
   // shared experts' output is added after it (1).
@@ -282,7 +297,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   const std::size_t experts_from = ops.size();
-  if (d.etp > 1) ops.push_back(comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
+  if (d.etp > 1) ops.push_back(etp_comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
   if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   add_expert_fc2_bias_bwd(ops, x, d);
   const bool padded = fp8_expert_rows_padded(x, d);
@@ -302,9 +317,9 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   mark_expert_side(ops, experts_from);
   if (d.etp > 1) {
-    ops.push_back(comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
+    ops.push_back(etp_comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
     if (probs_travel(job)) {
-      ops.push_back(comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * kProbBytes, false));
+      ops.push_back(etp_comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * kProbBytes, false));
     }
   }
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));

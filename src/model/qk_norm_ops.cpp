@@ -9,8 +9,8 @@ namespace megasim::model_detail {
 // non-contiguous slice, and q_layernorm / k_layernorm are Transformer Engine's RMSNorm (TENorm),
 // whose op makes the key slice contiguous first (TE v2.9 ops/basic/rmsnorm.py `input_.contiguous()`).
 // Forward: two copies and two norm kernels, each reading and writing the local Q or K once. (The
-// query's reshape copy is Megatron-Core's for any GQA model, norm or not: counted here with the
-// norm, it is missing for GQA models without one, a copy of the local query per layer forward.)
+// query's reshape copy is Megatron-Core's for GQA models with the norm or without: counted here
+// with the norm, by qkv_split_ops.cpp without it.)
 // Backward: TE's RMSNorm backward (the data gradient, then its dgamma finalize kernel) per tensor
 // and the two weights' main_grad accumulations; the copies' gradients are views that the QKV
 // split's backward concatenates anyway. Memory-bound: Q and K read and written, and the backward

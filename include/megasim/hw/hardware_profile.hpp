@@ -69,7 +69,8 @@ struct HardwareProfile {
   double host_dispatch_s = 0;           // plain eager PyTorch (autograd on) host time per kernel
                                         // launch, before a framework's factor (system.host_launch_factor_*)
   double host_collective_call_s = 0;    // host time of one torch.distributed NCCL collective call
-  double host_all_to_all_call_s = 0;    //   ... and of Megatron-Core's all-to-all-v (split lists)
+  double host_all_to_all_call_s = 0;    //   ... of Megatron-Core's all-to-all-v (split lists)
+  double host_all_reduce_call_s = 0;    //   ... of an in-place all-reduce (no output allocation)
   int nccl_channels_sharing_sms = 0;    // SMs taken by NCCL kernels while overlapping
   BufferSizes buffers;
 };

@@ -20,7 +20,8 @@ enum class OpKind {
   TpAllReduce,
   CpExchange,       // context-parallel K/V ring exchange; comm_bytes sent per rank
   EpDispatch,       // MoE token dispatch / combine over the expert-parallel group; comm_bytes =
-  EpCombine,        //   the busiest EP rank's received copies x h (routing skew and drops included)
+  EpCombine,        //   the busiest EP rank's received copies x h (routing skew and drops included),
+                    //   or x 4 bytes for the routing probabilities' exchange beside the tokens'
   EpAllGather,      // all-gather over the expert grid's ETP x EP group on the compute stream (the
                     //   all-to-all dispatcher's token counts); comm_bytes = the gathered size
 };
@@ -73,6 +74,9 @@ struct LayerOp {
   // one grouped kernel (system.moe_grouped_gemm) or as a loop of GEMMs. Empty for other ops.
   std::vector<std::int64_t> expert_rows;
   bool grouped = false;
+  // A TP collective over the expert grid's ETP group (the routed experts' tensor parallelism),
+  // not the attention's TP group.
+  bool expert_tensor_parallel = false;
   bool shared_expert = false;  // a shared expert's kernel (what moe_shared_expert_overlap hides EP traffic behind)
   // A routed-expert kernel between the EP dispatch and the combine (sorting, casts, the expert
   // GEMMs, activation, bias): what Megatron-Core's merged 1F1B schedule runs as the layer's

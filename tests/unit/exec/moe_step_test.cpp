@@ -177,6 +177,43 @@ TEST(MoeStep, TokenCountGatherIsSerialAndProbabilitiesJoinTheDispatch) {
   EXPECT_NEAR(fm.ep_merged_exposed_s, gather, 1e-15);
 }
 
+// Expert TP: the experts' own collectives run over the ETP group, not the attention's TP group
+// (with TP 1 and ETP 2 they are real traffic), and the token counts are gathered over ETP x EP.
+// Backward: the combine's gradient is the first exchange, the dispatch's (tokens and
+// probabilities) the second.
+TEST(MoeStep, ExpertTensorParallelCollectivesUseTheirOwnGroup) {
+  const LayerKind moe{true, false};
+  const JobSpec job = qwen3_30b({"parallel.expert_tensor_parallel_size=2",
+                                 "training.moe_router_force_load_balancing=true"});
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  EXPECT_EQ(c.tp_group.ranks, 1);
+  EXPECT_EQ(c.etp_group.ranks, 2);
+  EXPECT_EQ(c.expert_grid_group.ranks, 16);
+  const auto fwd = layer_forward_ops(job, moe);
+  int etp_ops = 0;
+  for (const LayerOp& op : fwd) {
+    if (op.name == "dispatch_token_count_all_gather") {
+      EXPECT_DOUBLE_EQ(op.comm_bytes, 8.0 * 128 * 16);
+    }
+    if (op.name.rfind("etp_", 0) == 0) {
+      ++etp_ops;
+      EXPECT_TRUE(op.expert_tensor_parallel);
+      EXPECT_GT(comm_op_time_s(c, op, op.comm_bytes), 0.0) << op.name;
+    }
+  }
+  EXPECT_EQ(etp_ops, 3);  // tokens' and probabilities' gather, the output's reduce-scatter
+  const auto bwd = layer_backward_ops(job, moe);
+  const PassTimes b = time_ops(c, bwd, host_s_per_launch(c, true, PassDirection::Backward));
+  double first = 0, second = 0;
+  for (const LayerOp& op : bwd) {
+    if (op.name == "ep_combine_bwd") first += comm_op_time_s(c, op, op.comm_bytes);
+    if (op.name == "ep_dispatch_bwd" || op.name == "ep_dispatch_probs_bwd") second += comm_op_time_s(c, op, op.comm_bytes);
+  }
+  EXPECT_NEAR(b.first_exchange_s, first, 1e-15);
+  EXPECT_NEAR(b.second_exchange_s, second, 1e-15);
+}
+
 // Each collective the layer code issues costs the host one torch.distributed call (the framework
 // host factors were measured on one GPU, where Megatron-Core bypasses them): a host-bound pass
 // grows by the calls' host time; a one-rank group is bypassed, so it costs nothing.
