@@ -30,8 +30,8 @@ of each (ncclSend / ncclRecv host calls), which this one-GPU run cannot time: a 
 STATUS: run three times on one lent H100 host (Intel Xeon, torch 2.11/CUDA 13, NCCL 2.28.9),
 2026-12-07: bench/data/h100-nccl-call-host-time.json, -run2, -run3. Linear 24.5-28.4 us (the DGX
 H100 host's 13.48), so at a DGX host: Megatron-Core's all-to-all 25.8-43.4 us (median 36.5),
-all-gather / reduce-scatter / all-reduce 10.1-28.7 us (median 20.5; all-reduce 10-12). The
-hardware profiles' launch.host_all_to_all_call_s and host_collective_call_s.
+all-gather / reduce-scatter 15.3-28.7 us (median 22.5), all-reduce 10.1-12.4 (median 11.2): the
+hardware profiles' launch.host_all_to_all_call_s, host_collective_call_s, host_all_reduce_call_s.
 """
 import os
 import platform
