@@ -118,16 +118,6 @@ PassSides pass_sides(const PassTimes& t) {
   return {t.attention_side_kernels_s * scale, t.expert_side_kernels_s * scale};
 }
 
-// EP traffic left on a pass's critical path once the host's launch slack has taken what it
-// can: where the host, not the GPU, bounds a pass and nothing makes the host wait (padded
-// capacity: no dropless token-count sync), Megatron-Core issues the all-to-all asynchronously
-// and keeps launching, so the exchange runs on the stream while the host is still behind, and
-// the pass takes max(host, kernels + exchange), not host + exchange. A pass with a host wait
-// has no slack: host_wait_idle_s already runs its collectives in the launch queue.
-double after_host_slack_s(double exposed_s, const PassTimes& t) {
-  return std::max(0.0, exposed_s - t.host_slack_s);
-}
-
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
   const SystemSpec& sys = c.job.system;
   if (sys.overlap_moe_expert_parallel_comm) {
@@ -154,6 +144,10 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
 }
 
 }  // namespace
+
+double after_host_slack_s(double exposed_s, const PassTimes& t) {
+  return std::max(0.0, exposed_s - t.host_slack_s);
+}
 
 // Megatron-Core's merged 1F1B step for one layer (model_chunk_schedule_plan.py
 // TransformerLayerSchedulePlan.run) runs four phases, each one stream's exchange beside the

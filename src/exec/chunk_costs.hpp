@@ -29,6 +29,14 @@ LayerPasses time_layer_passes(const Context& c);
 // pass's ep_merged_exposed_s, its EP exchanges beyond the compute of their own phase.
 void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b);
 
+// EP traffic left on a pass's critical path once the host's launch slack has taken what it
+// can: where the host, not the GPU, bounds a pass and nothing makes the host wait (padded
+// capacity: no dropless token-count sync), Megatron-Core issues the all-to-all asynchronously
+// and keeps launching, so the exchange runs on the stream while the host is still behind, and
+// the pass takes max(host, kernels + exchange), not host + exchange. A pass with a host wait
+// has no slack: host_wait_idle_s already runs its collectives in the launch queue.
+double after_host_slack_s(double exposed_s, const PassTimes& t);
+
 // The critical-path times of a forward and a backward pass (compute, exposed TP after overlap,
 // exposed CP) as a chunk records them; layout fields are left to the caller.
 ChunkCosts pass_costs(const PassTimes& f, const PassTimes& b, const TpOverlapConfig& ov);

@@ -145,23 +145,27 @@ double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
 }  // namespace
 
 
+const CollGroupShape& collective_group(const Context& c, const LayerOp& op) {
+  if (is_ep_exchange(op.kind)) return c.ep_group;
+  switch (op.kind) {
+    case OpKind::EpAllGather: return c.expert_grid_group;
+    case OpKind::CpExchange: return c.cp_group;
+    default: return op.expert_tensor_parallel ? c.etp_group : c.tp_group;
+  }
+}
+
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
-  if (op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine) {
-    return c.ep_group.ranks <= 1 ? 0.0 : ep_comm_time_s(c, op, bytes);
-  }
-  if (op.kind == OpKind::EpAllGather) {
-    if (c.expert_grid_group.ranks <= 1) return 0.0;
-    return collective_time_s(CollOp::AllGather, bytes, c.expert_grid_group, c.job.cluster, c.nccl);
-  }
+  const CollGroupShape& group = collective_group(c, op);
+  if (group.ranks <= 1) return 0.0;
+  if (is_ep_exchange(op.kind)) return ep_comm_time_s(c, op, bytes);
   if (op.kind == OpKind::CpExchange) {
-    if (c.cp_group.ranks <= 1) return 0.0;
+    // The ring's step: a send to and a receive from the neighbouring CP rank.
     return collective_time_s(CollOp::SendRecv, bytes,
                              group_shape(2, c.job.parallel.tensor_model_parallel_size, nvlink_domain_gpus(c.job.cluster)),
                              c.job.cluster, c.nccl);
   }
-  const CollGroupShape& group = op.expert_tensor_parallel ? c.etp_group : c.tp_group;
-  if (group.ranks <= 1) return 0.0;
-  return collective_time_s(comm_op_of(op.kind), bytes, group, c.job.cluster, c.nccl);
+  return collective_time_s(op.kind == OpKind::EpAllGather ? CollOp::AllGather : comm_op_of(op.kind), bytes, group,
+                           c.job.cluster, c.nccl);
 }
 
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {

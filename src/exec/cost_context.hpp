@@ -62,7 +62,11 @@ double reach_probability(double experts, double here, std::int64_t k);
 // uniform routing and the model's group-limited routing (cost_context.cpp says how).
 double distinct_targets_per_token(const MoeSpec& moe, int targets);
 
-// Serial time of one TP or CP collective of the layer (0 when its group has one rank).
+// The group a collective op of the layer runs over: TP (or the experts' ETP), CP, EP, or the
+// expert grid's ETP x EP. A group of one rank makes no call (Megatron-Core bypasses it).
+const CollGroupShape& collective_group(const Context& c, const LayerOp& op);
+
+// Serial time of one collective of the layer (0 when its group has one rank).
 double comm_op_time_s(const Context& c, const LayerOp& op, double bytes);
 
 }  // namespace megasim

@@ -210,7 +210,7 @@ std::vector<std::pair<LinkId, double>> EpExchangeOnFabric::step_link_bytes(std::
       const LayerKind kind = layer_kind(job_.model, layer);
       for (const auto& ops : {layer_forward_ops(job_, kind), layer_backward_ops(job_, kind), layer_recompute_ops(job_, kind)})
         for (const LayerOp& op : ops) {
-          if (op.kind != OpKind::EpDispatch && op.kind != OpKind::EpCombine) continue;
+          if (!is_ep_exchange(op.kind)) continue;
           const double scale = static_cast<double>(micro_batches) * op.comm_bytes / kReferenceBytes;
           for (const auto& [link, b] : simulated(op.kind).link_bytes) total[link] += b * scale;
         }

@@ -45,21 +45,8 @@ double compute_op_time_s(const Context& c, const LayerOp& op, int chunks) {
 // A compute op's kernel launches in the pass: a chunked GEMM launches once per chunk.
 int op_launches(const LayerOp& op, int chunks) { return runs_chunked(op, chunks) ? op.kernels * chunks : op.kernels; }
 
-bool is_ep_exchange(const LayerOp& op) { return op.kind == OpKind::EpDispatch || op.kind == OpKind::EpCombine; }
-
 // A collective on the TP-overlap path runs once per GEMM chunk on 1/chunks of the bytes (each
 // piece pays the collective's latency at the lower bandwidth of its smaller message).
-// The ranks of the group a collective op runs over.
-int collective_group_ranks(const Context& c, const LayerOp& op) {
-  switch (op.kind) {
-    case OpKind::CpExchange: return c.cp_group.ranks;
-    case OpKind::EpDispatch:
-    case OpKind::EpCombine: return c.ep_group.ranks;
-    case OpKind::EpAllGather: return c.expert_grid_group.ranks;
-    default: return op.expert_tensor_parallel ? c.etp_group.ranks : c.tp_group.ranks;
-  }
-}
-
 int collective_pieces(const LayerOp& op, int chunks) { return op.tp_overlap_path ? chunks : 1; }
 double chunked_collective_s(const Context& c, const LayerOp& op, int chunks) {
   const int pieces = collective_pieces(op, chunks);
@@ -144,7 +131,7 @@ void time_collective(const Context& c, const PassState& p, std::size_t i, PassTi
     t.cp_comm_s += comm_op_time_s(c, op, op.comm_bytes);
     return;
   }
-  if (collective_group_ranks(c, op) <= 1) return;
+  if (collective_group(c, op).ranks <= 1) return;
   if (te_userbuffers(c.job) && op.tp_overlap_path) return te_userbuffers_collective(c, p, i, t);
   // Chunked TP overlap takes the overlap-path collectives; Megatron's asynchronous backward
   // collectives off that path run beside their linear's other GEMM.
@@ -164,16 +151,16 @@ double op_host_s_per_launch(const Context& c, const LayerOp& op, double framewor
 // The host's time to issue a collective op. Each piece is a torch.distributed call
 // (ProcessGroupNCCL's work object, events, stream waits and the NCCL enqueue, with the output's
 // allocation: hardware profile host_collective_call_s, host_all_reduce_call_s for an in-place
-// all-reduce, host_all_to_all_call_s for Megatron-Core's all-to-all with its split lists; measured), which the framework host factors leave out:
-// they were measured on one GPU, where Megatron-Core bypasses every collective. No call is made
-// over a one-rank group (the same bypass) or for Transformer Engine's userbuffers collectives
-// (issued inside their GEMM's launch). The flex dispatcher's DeepEP / HybridEP exchange is its
+// all-reduce, host_all_to_all_call_s for Megatron-Core's all-to-all with its split lists;
+// measured), which the framework host factors leave out: they were measured on one GPU, where
+// Megatron-Core bypasses every collective. No call is made over a one-rank group (the same
+// bypass) or for Transformer Engine's userbuffers collectives (issued inside their GEMM's launch). The flex dispatcher's DeepEP / HybridEP exchange is its
 // own C++ call, unmeasured: one launch at the framework's rate.
 double collective_host_s(const Context& c, const LayerOp& op, int chunks, double host_s_per_launch) {
-  if (collective_group_ranks(c, op) <= 1) return 0.0;
+  if (collective_group(c, op).ranks <= 1) return 0.0;
   if (te_userbuffers(c.job) && op.tp_overlap_path) return 0.0;
   const int pieces = collective_pieces(op, chunks);
-  if (is_ep_exchange(op)) {
+  if (is_ep_exchange(op.kind)) {
     switch (c.job.system.moe_token_dispatcher_type) {
       case MoeDispatcher::Flex: return pieces * host_s_per_launch;
       case MoeDispatcher::AllToAll: return pieces * c.hw.host_all_to_all_call_s;
@@ -223,8 +210,8 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     if (is_communication(op.kind)) host_launch_s += collective_host_s(c, op, chunks, host_s_per_launch);
-    if (is_ep_exchange(op)) {
-      if (i == 0 || !is_ep_exchange(ops[i - 1])) ++ep_exchanges;
+    if (is_ep_exchange(op.kind)) {
+      if (i == 0 || !is_ep_exchange(ops[i - 1].kind)) ++ep_exchanges;
       (ep_exchanges == 1 ? t.first_exchange_s : t.second_exchange_s) += comm_op_time_s(c, op, op.comm_bytes);
       continue;
     }

@@ -135,8 +135,8 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
     const PassTimes f = time_ops(ctx, moe_block_forward_ops(job), host_s_per_launch(ctx, true, PassDirection::Forward));
     const PassTimes b = time_ops(ctx, moe_block_backward_ops(job), host_s_per_launch(ctx, true, PassDirection::Backward));
     // The exchanges beyond the host's launch slack, as the layer model takes them (chunk_costs.cpp).
-    c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + std::max(0.0, f.ep_comm_s() - f.host_slack_s);
-    c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + std::max(0.0, b.ep_comm_s() - b.host_slack_s);
+    c.moe_block_fwd_s = f.compute_s + f.tp_comm_s() + after_host_slack_s(f.ep_comm_s(), f);
+    c.moe_block_bwd_s = b.compute_s + b.tp_comm_s() + after_host_slack_s(b.ep_comm_s(), b);
     if (ep_on_fabric != nullptr) {
       c.ep_priced_on_fabric = ep_on_fabric->priced_on_fabric();
       c.ep_groups_simulated = static_cast<std::int64_t>(ep_on_fabric->groups().size());

@@ -39,6 +39,8 @@ bool is_communication(OpKind k) {
          k == OpKind::CpExchange || k == OpKind::EpDispatch || k == OpKind::EpCombine || k == OpKind::EpAllGather;
 }
 
+bool is_ep_exchange(OpKind k) { return k == OpKind::EpDispatch || k == OpKind::EpCombine; }
+
 const char* to_string(OpKind k) {
   switch (k) {
     case OpKind::Gemm: return "gemm";

@@ -26,6 +26,8 @@ enum class OpKind {
                     //   all-to-all dispatcher's token counts); comm_bytes = the gathered size
 };
 bool is_communication(OpKind k);
+// An MoE dispatch or combine (tokens or routing probabilities) over the expert-parallel group.
+bool is_ep_exchange(OpKind k);
 const char* to_string(OpKind k);
 
 // The attention kernel a layer runs: AttentionKernel (megasim/config/specs.hpp), the job's
