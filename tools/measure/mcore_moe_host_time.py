@@ -240,6 +240,23 @@ def init_megatron_one_gpu(mcore, port):
     tensor_parallel.model_parallel_cuda_manual_seed(0)
 
 
+def start_mcore_run(port, **fields):
+    """Common start of the Megatron-Core measurements: parse --mcore / --out, bring up the one-GPU
+    world and begin the result with the device, the versions and the script's own `fields`.
+    Returns the output path, the start time and the result."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    t0 = time.time()
+    init_megatron_one_gpu(args.mcore, port)
+    props = torch.cuda.get_device_properties(0)
+    res = {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
+           "megatron_core": "NVIDIA/Megatron-LM 0d8e0714cd29 (Megatron-Bridge v0.2.0's pin)",
+           **fields, "rows": [], "errors": []}
+    return args.out, t0, res
+
+
 def record_error(res, **what):
     """Keep the other variants' rows: the failed one's traceback goes into res["errors"]."""
     res["errors"].append({**what, "traceback": traceback.format_exc()})
@@ -255,17 +272,7 @@ def write_result(res, path, t0):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mcore", required=True, help="folder holding megatron/core")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    t0 = time.time()
-    init_megatron_one_gpu(args.mcore, 29517)
-    props = torch.cuda.get_device_properties(0)
-    res = {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-           "megatron_core": "NVIDIA/Megatron-LM 0d8e0714cd29 (Megatron-Bridge v0.2.0's pin)",
-           "layers": LAYERS, "warm": WARM, "reps": REPS, "method": __doc__, "rows": [],
-           "errors": []}
+    out, t0, res = start_mcore_run(29517, layers=LAYERS, warm=WARM, reps=REPS, method=__doc__)
     variants = [("dense", 0, False), ("moe-sequential", 8, False), ("moe-sequential", 16, False),
                 ("moe-sequential", 32, False), ("moe-grouped", 8, True), ("moe-grouped", 16, True),
                 ("moe-grouped", 32, True)]
@@ -274,7 +281,7 @@ def main():
             measure(name, experts, grouped, (128, 4096), res)
         except Exception:
             record_error(res, variant=name, local_experts=experts)
-    write_result(res, args.out, t0)
+    write_result(res, out, t0)
 
 
 if __name__ == "__main__":

@@ -33,17 +33,15 @@ GPT-OSS `none`; each with and without the forced balance (random logits) the ben
 
     python3 tools/measure/mcore_moe_kernels_by_module.py --mcore build-mcore --out bench/data/h100-mcore-moe-kernels-by-module.json
 """
-import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcore_moe_host_time import init_megatron_one_gpu, record_error, rope, write_result  # noqa: E402
+from mcore_moe_host_time import record_error, rope, start_mcore_run, write_result  # noqa: E402
 
 H, HEADS, GROUPS, D = 2048, 32, 4, 128
 TOPK, EXPERT_FFN, EXPERTS = 8, 768, 16
@@ -150,16 +148,7 @@ def attribute(block, x, emb):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mcore", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    t0 = time.time()
-    init_megatron_one_gpu(args.mcore, 29519)
-    props = torch.cuda.get_device_properties(0)
-    res = {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-           "megatron_core": "NVIDIA/Megatron-LM 0d8e0714cd29 (Megatron-Bridge v0.2.0's pin)",
-           "tokens": TOKENS, "local_experts": EXPERTS, "method": __doc__, "rows": [], "errors": []}
+    out, t0, res = start_mcore_run(29519, tokens=TOKENS, local_experts=EXPERTS, method=__doc__)
     routers = [{"kind": k, "force": f} for k in ("aux_loss", "seq_aux_loss", "none")
                for f in (True, False)]
     for r in routers:
@@ -180,7 +169,7 @@ def main():
             torch.cuda.empty_cache()
         except Exception:
             record_error(res, router=r)
-    write_result(res, args.out, t0)
+    write_result(res, out, t0)
 
 
 if __name__ == "__main__":
