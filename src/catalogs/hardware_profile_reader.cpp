@@ -91,9 +91,15 @@ HardwareProfile load_hardware_profile(const nlohmann::json& j, const std::string
     GemmParams g8 = hw.gemm;  // the GPU's SM count and kernel latency
     const auto& f = obj(j, path, "gemm_fp8");
     require_known_keys(f, join_path(path, "gemm_fp8"),
-                       {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "main_grad_exposed_fraction"});
+                       {"max_efficiency", "k_half", "tile_m", "tile_n", "wave_weight", "main_grad_exposed_fraction",
+                        "blockwise_fprop_dgrad_time_ratio", "blockwise_wgrad_time_ratio"});
     read_gemm_shape(f, join_path(path, "gemm_fp8"), g8);
     g8.main_grad_exposed_fraction = main_grad(f, join_path(path, "gemm_fp8"));
+    const auto ratio = [&](const char* key) {
+      return f.contains(key) ? sourced_figure(f, join_path(path, "gemm_fp8"), key, 0.25, 4) : 0.0;
+    };
+    g8.blockwise_fprop_dgrad_time_ratio = ratio("blockwise_fprop_dgrad_time_ratio");
+    g8.blockwise_wgrad_time_ratio = ratio("blockwise_wgrad_time_ratio");
     hw.gemm_fp8 = g8;
   }
   const auto& a = obj(j, path, "attention");

@@ -29,6 +29,8 @@ constexpr std::array<EnumName<MoeLoadBalancing>, 4> kLoadBalancing{{{"aux_loss",
                                                                       {"seq_aux_loss", MoeLoadBalancing::SeqAuxLoss},
                                                                       {"global_aux_loss", MoeLoadBalancing::GlobalAuxLoss},
                                                                       {"none", MoeLoadBalancing::None}}};
+constexpr std::array<EnumName<MoeRouterDtype>, 2> kRouterDtypes{{{"fp32", MoeRouterDtype::Fp32},
+                                                                 {"input", MoeRouterDtype::Input}}};
 constexpr std::array<EnumName<Optimizer>, 3> kOptimizers{{{"adam", Optimizer::Adam},
                                                          {"adamw", Optimizer::Adam},
                                                          {"lamb", Optimizer::Lamb}}};
@@ -248,6 +250,10 @@ TrainingSpec parse_training(const nlohmann::json& v, const std::string& path) {
   t.moe_router_load_balancing_type = r.enum_opt("moe_router_load_balancing_type", kLoadBalancing);
   t.moe_aux_loss_coeff = r.number_opt("moe_aux_loss_coeff", 0.0, 1e3).value_or(0.0);
   t.moe_router_enable_expert_bias = r.bool_opt("moe_router_enable_expert_bias").value_or(false);
+  if (r.string_opt("moe_router_dtype") == "fp64") {
+    throw InputError(r.path_of("moe_router_dtype"), "Megatron-Core's fp64 router is not modelled (fp32 or input)");
+  }
+  t.moe_router_dtype = r.enum_opt("moe_router_dtype", kRouterDtypes);
   r.finish();
   return t;
 }

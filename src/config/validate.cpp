@@ -220,13 +220,15 @@ void check_experts(const JobSpec& job) {
     }
     const auto& t = job.training;
     if (t.moe_router_force_load_balancing || t.moe_expert_capacity_factor || t.moe_routing_skew ||
-        t.moe_aux_loss_coeff > 0 || t.moe_router_enable_expert_bias || t.moe_router_load_balancing_type) {
+        t.moe_aux_loss_coeff > 0 || t.moe_router_enable_expert_bias || t.moe_router_load_balancing_type ||
+        t.moe_router_dtype) {
       throw InputError(t.moe_router_force_load_balancing ? "training.moe_router_force_load_balancing"
                        : t.moe_expert_capacity_factor    ? "training.moe_expert_capacity_factor"
                        : t.moe_routing_skew              ? "training.moe_routing_skew"
                        : t.moe_aux_loss_coeff > 0        ? "training.moe_aux_loss_coeff"
                        : t.moe_router_enable_expert_bias ? "training.moe_router_enable_expert_bias"
-                                                         : "training.moe_router_load_balancing_type",
+                       : t.moe_router_load_balancing_type ? "training.moe_router_load_balancing_type"
+                                                          : "training.moe_router_dtype",
                        "routing settings need an MoE model; model \"" + job.model.name + "\" has no routed experts");
     }
     if (job.system.overlap_moe_expert_parallel_comm) {

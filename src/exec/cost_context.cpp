@@ -75,32 +75,6 @@ double ep_overlap_slowdown(const JobSpec& job, const HardwareProfile& hw, double
 
 }  // namespace
 
-// Expected distinct targets (EP ranks, or nodes) a token's top-k copies reach when the routed
-// experts are spread evenly over `targets` (uniform routing): targets x (1 - C(E - E/t, k) / C(E, k)).
-// Group-limited routing (n_group / topk_group) caps it: a token's experts lie in at most
-// topk_group groups, so it reaches at most topk_group x (targets per group) targets when groups
-// tile the targets (DeepSeek-V3 places one group per node), at most topk_group when they nest.
-double reach_probability(double experts, double here, std::int64_t k) {
-  double miss = 1.0;  // P(no copy on these experts)
-  for (std::int64_t i = 0; i < k; ++i)
-    miss *= std::max(0.0, experts - here - static_cast<double>(i)) / (experts - static_cast<double>(i));
-  return 1.0 - miss;
-}
-
-double distinct_targets_per_token(const MoeSpec& moe, int targets) {
-  if (targets <= 1) return 1.0;
-  const double e = static_cast<double>(moe.num_experts);
-  double reached = targets * reach_probability(e, e / targets, moe.experts_per_token);
-  if (moe.topk_groups > 0 && moe.num_groups > 0) {
-    if (targets % moe.num_groups == 0) {  // a group spans targets / groups targets
-      reached = std::min(reached, static_cast<double>(moe.topk_groups * (targets / moe.num_groups)));
-    } else if (moe.num_groups % targets == 0) {  // groups nest inside targets
-      reached = std::min(reached, static_cast<double>(moe.topk_groups));
-    }
-  }
-  return reached;
-}
-
 Context make_context(const JobSpec& job, const StepCostData& data) {
   const int domain = nvlink_domain_gpus(job.cluster);
   const double nccl_slowdown = overlap_compute_slowdown(data.hw) - 1.0;

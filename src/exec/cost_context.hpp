@@ -9,6 +9,7 @@
 #include "megasim/config/specs.hpp"
 #include "megasim/hw/hardware_profile.hpp"
 #include "megasim/model/layer_ops.hpp"
+#include "megasim/model/moe_routing.hpp"  // distinct_targets_per_token, reach_probability
 
 namespace megasim {
 
@@ -54,13 +55,6 @@ Context make_context(const JobSpec& job, const StepCostData& data);
 enum class PassDirection { Forward, Backward };
 double host_s_per_launch(const Context& c, bool moe_layer, PassDirection direction);
 
-// P(a token routes at least one of its top-k copies to `here` of `experts` experts), uniform
-// routing: 1 - C(experts - here, k) / C(experts, k).
-double reach_probability(double experts, double here, std::int64_t k);
-
-// Expected distinct targets (EP ranks, or nodes) a token's top-k routed copies reach, under
-// uniform routing and the model's group-limited routing (cost_context.cpp says how).
-double distinct_targets_per_token(const MoeSpec& moe, int targets);
 
 // The group a collective op of the layer runs over: TP (or the experts' ETP), CP, EP, or the
 // expert grid's ETP x EP. A group of one rank makes no call (Megatron-Core bypasses it).

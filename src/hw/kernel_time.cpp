@@ -1,6 +1,8 @@
 // Per-op and per-layer compute times built on the kernel models.
 #include "megasim/hw/kernel_time.hpp"
 
+#include "megasim/core/error.hpp"
+
 #include <algorithm>
 
 
@@ -21,6 +23,17 @@ double expert_gemm_time_s(const HardwareProfile& hw, const GpuSpec& gpu, Precisi
   return t;
 }
 
+// A block-scaled FP8 GEMM's time relative to the per-tensor one the FP8 block fits (measured).
+double blockwise_time_ratio(const HardwareProfile& hw, bool wgrad) {
+  const GemmParams& g = gemm_params(hw, Precision::Fp8);
+  const double r = wgrad ? g.blockwise_wgrad_time_ratio : g.blockwise_fprop_dgrad_time_ratio;
+  if (!(r > 0)) {
+    throw InputError("training.fp8_recipe", "blockwise FP8 GEMMs are not measured for hw." + hw.name +
+                                                " (gemm_fp8.blockwise_*_time_ratio); use tensorwise, delayed or mxfp8");
+  }
+  return r;
+}
+
 }  // namespace
 
 double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const LayerOp& op) {
@@ -35,6 +48,7 @@ double op_time_s(const HardwareProfile& hw, const GpuSpec& gpu, const LayerOp& o
       } else {
         t = gemm_time_s(hw, gpu, gp, op.gemm_m, op.gemm_n, op.gemm_k);
       }
+      if (op.fp8 && op.fp8_block_scaled) t *= blockwise_time_ratio(hw, op.weight_gradient);
       // Megatron-family frameworks accumulate weight gradients straight into the main-grad
       // buffer (gradient-accumulation fusion: the wgrad GEMM reads and writes C in the
       // gradient dtype instead of writing a 16-bit result; without the fusion a separate add

@@ -151,6 +151,7 @@ LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, d
 LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool overlap) {
   LayerOp op = gemm(std::move(name), m, n, k, x.e, overlap);
   op.fp8 = x.fp8;
+  op.fp8_block_scaled = x.fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
   return op;
 }
 
@@ -376,8 +377,10 @@ std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* n
   const std::size_t dgrad = ops.size();
   ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, overlap));
   ops.back().fp8 = fp8;
+  ops.back().fp8_block_scaled = fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
   ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, overlap));
   ops.back().fp8 = fp8;
+  ops.back().fp8_block_scaled = fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
   ops.back().weight_gradient = true;
   ops.back().main_grad_bytes = x.main_grad_bytes;
   return dgrad;

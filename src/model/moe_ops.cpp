@@ -17,6 +17,9 @@ struct MoeDims {
   std::int64_t tokens;       // this rank's tokens entering the block (the SP shard under TP)
   double copies;             // routed copies it sends: tokens x top-k
   double received;           // copies the most-loaded rank receives (before the expert-TP gather)
+  // Rows that reach it under the flex dispatcher, which sends a token once per EP rank it
+  // needs, not once per expert (DeepEP's is_token_in_rank; HybridEP likewise).
+  double received_tokens;
   std::vector<std::int64_t> rows;  // rows of each local expert's GEMMs on that rank
   std::int64_t rows_total;
   std::int64_t width;        // one expert's FFN width on this rank (/ ETP)
@@ -39,6 +42,7 @@ MoeDims moe_dims(const JobSpec& job, const Dims& x) {
   d.shared = m.shared_expert_intermediate_size > 0;
   const ExpertLoad load = expert_load(job);
   d.received = d.copies * load.max_to_mean_rank_load;
+  d.received_tokens = d.received * distinct_targets_per_token(m, static_cast<int>(d.ep)) / dd(m.experts_per_token);
   d.rows_total = 0;
   for (const double l : load.hottest_rank_expert_load) {
     const auto r = static_cast<std::int64_t>(std::llround(l * load.mean_tokens_per_expert * static_cast<double>(d.etp)));
@@ -131,21 +135,38 @@ double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
 // all-to-all of the gradients), and gathers them beside the rows over expert TP
 // (dispatch_postprocess). The probabilities are in the router's dtype: FP32 where the provider
 // sets moe_router_dtype "fp32" (Megatron-Bridge's Qwen3 and DeepSeek providers), the input's
-// BF16 otherwise (moe_utils.py .type_as(logits)); priced at 4 bytes, as megasim has no router
-// dtype: the call is bound by its latency either way. The flex dispatcher moves them inside its
+// BF16 otherwise (moe_utils.py .type_as(logits)): training.moe_router_dtype. The flex dispatcher
+// moves them inside its
 // own kernels. The allgather dispatcher gathers, beside the tokens, every rank's routing map (bool)
 // and dense probabilities [tokens, experts] (MoEAllGatherTokenDispatcher.token_dispatch), and its
 // backward reduce-scatters the probabilities' gradient: calls of their own, one exchange with the
 // tokens'.
-constexpr double kProbBytes = 4.0;
+// The dispatcher's local kernels differ by path: the all-to-all and all-gather dispatchers permute
+// before sending; DeepEP permutes after receiving, HybridEP inside its kernels.
+enum class Dispatch { AllToAll, AllGather, DeepEp, HybridEp };
+Dispatch dispatch_path(const JobSpec& job) {
+  switch (job.system.moe_token_dispatcher_type) {
+    case MoeDispatcher::AllToAll: return Dispatch::AllToAll;
+    case MoeDispatcher::AllGather: return Dispatch::AllGather;
+    case MoeDispatcher::Flex: break;
+  }
+  return job.system.moe_flex_dispatcher_backend == FlexBackend::HybridEp ? Dispatch::HybridEp : Dispatch::DeepEp;
+}
+bool is_flex(Dispatch p) { return p == Dispatch::DeepEp || p == Dispatch::HybridEp; }
+
+bool fp32_probs(const JobSpec& job) {
+  return job.training.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32;
+}
+double prob_bytes(const JobSpec& job, const Dims& x) { return fp32_probs(job) ? 4.0 : x.e; }
 bool probs_travel(const JobSpec& job) { return job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll; }
-void add_probs_exchange(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d, const char* name,
-                        OpKind kind) {
-  if (probs_travel(job)) ops.push_back(comm(name, kind, d.received * kProbBytes, false));
+void add_probs_exchange(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d,
+                        const char* name, OpKind kind) {
+  const double p = prob_bytes(job, x);
+  if (probs_travel(job)) ops.push_back(comm(name, kind, d.received * p, false));
   if (job.system.moe_token_dispatcher_type != MoeDispatcher::AllGather) return;
   const double gathered = dd(d.ep) * dd(d.tokens) * dd(d.experts);  // [EP x tokens, experts]
   if (kind == OpKind::EpDispatch) ops.push_back(comm(std::string(name) + "_routing_map", kind, gathered, false));
-  ops.push_back(comm(name, kind, gathered * kProbBytes, false));
+  ops.push_back(comm(name, kind, gathered * p, false));
 }
 
 // Dropless routing needs each expert's token count on the host before the dispatch (the
@@ -198,13 +219,13 @@ bool fp8_expert_rows_padded(const Dims& x, const MoeDims& d) {
     if (r % align != 0) return true;
   return false;
 }
-// One padding (or unpadding) copy of the experts' rows of `width` elements; `probs` adds the
-// routing probabilities' own small copy (FP32, one per row).
+// One padding (or unpadding) copy of the experts' rows of `width` elements; `probs_bytes` > 0
+// adds the routing probabilities' own small copy (one per row, in the router's dtype).
 void add_fp8_row_padding(std::vector<LayerOp>& ops, const Dims& x, const MoeDims& d, const std::string& name,
-                         std::int64_t width, bool probs) {
+                         std::int64_t width, double probs_bytes) {
   const double rows = dd(d.rows_total);
-  ops.push_back(mem(name, OpKind::Elementwise, 2.0 * rows * dd(width) * x.e + (probs ? 2.0 * rows * 4.0 : 0.0),
-                    probs ? 2 : 1));
+  ops.push_back(mem(name, OpKind::Elementwise, 2.0 * rows * dd(width) * x.e + 2.0 * rows * probs_bytes,
+                    probs_bytes > 0 ? 2 : 1));
 }
 
 // Marks the compute ops from ops[first] on as the routed experts' (LayerOp::expert_side).
@@ -233,13 +254,36 @@ void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, con
   ops.push_back(mem("expert_activation_clamp_bwd", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 26.3, 9));
 }
 
+// The experts' activation without bias_activation_fusion (system.fused_kernels off; Megatron-Core's
+// TransformerConfig default, which its moe_perf benchmark keeps): experts.py bias_act_func's eager
+// path runs the activation (GeLU; gated, glu(): SiLU of one half, `x_linear + glu_linear_offset`,
+// their product), multiplies by the routing probabilities (FP32 under moe_router_dtype fp32, so the
+// product is FP32) and casts back to 16 bits; backward, autograd's mirror (the cast, the product's
+// two gradients and the probabilities' reduction, the activation's). Fused, weighted_bias_swiglu_impl
+// does it in one pass. Measured with that code on a lent H100 (tools/measure/fp8_blockwise_gemm.py,
+// bench/data/h100-fp8-blockwise-gemm-run2.json; 3 shapes each, within 1 B of each other), as bytes
+// per output element at the copy rate; kernels counted from the code.
+struct UnfusedActivation {
+  double forward_bytes, backward_bytes;
+  int forward_kernels, backward_kernels;
+};
+UnfusedActivation unfused_activation(bool gated, bool fp32) {
+  if (gated) return fp32 ? UnfusedActivation{40.2, 71.3, 5, 9} : UnfusedActivation{29.3, 45.6, 4, 7};
+  return fp32 ? UnfusedActivation{22.3, 46.4, 3, 6} : UnfusedActivation{11.7, 21.5, 2, 4};
+}
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
   add_activation_clamp_fwd(ops, job, d);
-  ops.push_back(mem(x.gated ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
-                    dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
+  const char* name = x.gated ? "expert_swiglu" : "expert_gelu";
+  if (x.fused) {
+    ops.push_back(mem(name, OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
+  } else {
+    const UnfusedActivation u = unfused_activation(x.gated, fp32_probs(job));
+    ops.push_back(mem(name, OpKind::Elementwise, dd(d.rows_total) * dd(d.width) * u.forward_bytes, u.forward_kernels));
+  }
   ops.back().expert_side = true;
 }
 
@@ -249,83 +293,119 @@ void add_shared_experts_forward(std::vector<LayerOp>& ops, const JobSpec& job, c
 
 void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, bool grad_enabled) {
   const MoeDims d = moe_dims(job, x);
+  const Dispatch path = dispatch_path(job);
   const double h = dd(x.h);
   const double E = dd(d.experts);
   add_router_forward(ops, job, x, d.tokens, grad_enabled);
-  if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll) {
-    add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
-  }
+  if (path == Dispatch::AllToAll) add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
   // Permute: gather each copy's row into expert order. Transformer Engine's fused permute with
   // probabilities (TE v2.9 pytorch/triton/permutation.py): three Triton passes build the row-id
-  // map from the routing map, then one kernel moves the rows and their probabilities.
-  const double row_id_map_bytes = 8.0 * E * dd(d.tokens);  // int32 [tokens, 2E + 1], written and read
-  ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + row_id_map_bytes, 4));
+  // map from the routing map, then one kernel moves the rows and their probabilities. The flex
+  // dispatcher sends the unpermuted tokens and permutes on the receiving side.
+  if (!is_flex(path)) {
+    const double row_id_map_bytes = 8.0 * E * dd(d.tokens);  // int32 [tokens, 2E + 1], written and read
+    ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + row_id_map_bytes, 4));
+  }
   if (d.shared) add_shared_experts_fwd(ops, job, x);
   ops.push_back(comm("ep_dispatch", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
-  add_probs_exchange(ops, job, d, "ep_dispatch_probs", OpKind::EpDispatch);
+  add_probs_exchange(ops, job, x, d, "ep_dispatch_probs", OpKind::EpDispatch);
   const std::size_t experts_from = ops.size();
   const double rows = dd(d.rows_total);
   if (d.etp > 1) {
     ops.push_back(etp_comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
-    if (probs_travel(job)) ops.push_back(etp_comm("etp_all_gather_probs", OpKind::TpAllGather, rows * kProbBytes, false));
+    if (probs_travel(job)) ops.push_back(etp_comm("etp_all_gather_probs", OpKind::TpAllGather, rows * prob_bytes(job, x), false));
   }
-  // Sort by local expert: TE's moe_sort_chunks_by_index builds its chunk map, then sorts (2).
-  if (d.local_experts > 1) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
-  const bool padded = fp8_expert_rows_padded(x, d);
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, true);
+  // DeepEP hands back each received token once with its top-k indices: Megatron-Core turns them
+  // into a local routing map (fused_indices_to_multihot, 1) and permutes the tokens into their
+  // local experts' copies (TE's fused permute, 4) (token_dispatcher.py _DeepepManager
+  // get_permuted_hidden_states_by_experts). HybridEP permutes inside its dispatch kernel.
+  if (path == Dispatch::DeepEp) {
+    const double row_id_map_bytes = 8.0 * dd(d.local_experts) * d.received_tokens;
+    ops.push_back(mem("permute", OpKind::Elementwise, (d.received_tokens + rows) * h * x.e + row_id_map_bytes, 5));
+  }
+  // Sort by local expert (the all-to-all's output comes grouped by source rank): TE's
+  // moe_sort_chunks_by_index builds its chunk map, then sorts (2).
+  const bool sorted = path == Dispatch::AllToAll && d.local_experts > 1;
+  if (sorted) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
+  // HybridEP pads each expert's rows to the FP8 alignment inside its dispatch (pad_multiple).
+  const bool padded = fp8_expert_rows_padded(x, d) && path != Dispatch::HybridEp;
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, prob_bytes(job, x));
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
   add_moe_activation(ops, job, x);
   add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, false);
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, 0.0);
   add_expert_fc2_bias_fwd(ops, x, d);
-  if (d.local_experts > 1) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
+  if (sorted) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
+  // DeepEP: the copies merge back into one row per received token before the combine sends it
+  // (TE's fused unpermute, 1).
+  if (path == Dispatch::DeepEp) {
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
+  }
   mark_expert_side(ops, experts_from);
   if (d.etp > 1) ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   // Unpermute: TE's fused unpermute merges the weighted copies back to token order (1); the
-  // shared experts' output is added after it (1).
-  ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
+  // shared experts' output is added after it (1). The flex combine returns the merged tokens.
+  if (!is_flex(path)) {
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
+  } else if (d.shared) {
+    ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * dd(d.tokens) * h * x.e, 1));
+  }
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
+  const Dispatch path = dispatch_path(job);
   const double h = dd(x.h);
   const double rows = dd(d.rows_total);
-  ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  if (!is_flex(path)) ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
   const std::size_t experts_from = ops.size();
   if (d.etp > 1) ops.push_back(etp_comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
-  if (d.local_experts > 1) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (path == Dispatch::DeepEp) {
+    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.received_tokens + rows) * h * x.e, 1));
+  }
+  const bool sorted = path == Dispatch::AllToAll && d.local_experts > 1;
+  if (sorted) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
   add_expert_fc2_bias_bwd(ops, x, d);
-  const bool padded = fp8_expert_rows_padded(x, d);
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_output_grad", x.h, false);
+  const bool padded = fp8_expert_rows_padded(x, d) && path != Dispatch::HybridEp;
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_output_grad", x.h, 0.0);
   add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
-  ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
-                    rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
+  if (x.fused) {
+    ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
+                      rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
+  } else {
+    const UnfusedActivation u = unfused_activation(x.gated, fp32_probs(job));
+    ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
+                      rows * dd(d.width) * u.backward_bytes, u.backward_kernels));
+  }
   add_activation_clamp_bwd(ops, job, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, true);
-  if (d.local_experts > 1) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, prob_bytes(job, x));
+  if (sorted) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  if (path == Dispatch::DeepEp) {
+    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
+  }
   mark_expert_side(ops, experts_from);
   if (d.etp > 1) {
     ops.push_back(etp_comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
     if (probs_travel(job)) {
-      ops.push_back(etp_comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * kProbBytes, false));
+      ops.push_back(etp_comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * prob_bytes(job, x), false));
     }
   }
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
-  add_probs_exchange(ops, job, d, "ep_dispatch_probs_bwd", OpKind::EpCombine);
+  add_probs_exchange(ops, job, x, d, "ep_dispatch_probs_bwd", OpKind::EpCombine);
   if (d.shared) add_shared_experts_bwd(ops, job, x);
-  ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  if (!is_flex(path)) ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   add_router_backward(ops, job, x, d.tokens);
 }
 

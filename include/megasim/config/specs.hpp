@@ -20,6 +20,10 @@ enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise };
 // Megatron-Core's moe_router_load_balancing_type: the auxiliary loss per micro-batch, per
 // sequence, over the global batch (its token counts all-reduced over DP), or none.
 enum class MoeLoadBalancing { AuxLoss, SeqAuxLoss, GlobalAuxLoss, None };
+// Megatron-Core's moe_router_dtype: the dtype of the router's logits, scores and routing
+// probabilities: FP32 ("fp32", what Megatron-Bridge's MoE providers set) or the input's 16-bit
+// dtype (Megatron-Core's default, None; megasim's "input").
+enum class MoeRouterDtype { Fp32, Input };
 enum class Recompute { None, Selective, Full };
 enum class Optimizer { Adam, Lamb };
 // How an MoE layer moves tokens to their experts (Megatron-Core moe_token_dispatcher_type).
@@ -229,6 +233,7 @@ struct TrainingSpec {
   std::optional<MoeLoadBalancing> moe_router_load_balancing_type;  // unset: Megatron-Core's aux_loss
   double moe_aux_loss_coeff = 0.0;
   bool moe_router_enable_expert_bias = false;
+  std::optional<MoeRouterDtype> moe_router_dtype;  // unset: fp32
 };
 
 // Which MegaScale / Megatron-LM techniques are on. Presets fill these; every field can be

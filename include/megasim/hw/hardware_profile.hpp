@@ -26,6 +26,11 @@ struct GemmParams {
   // extra bytes need at full HBM bandwidth on top of its compute time: the part of the epilogue
   // traffic the main loop does not hide. 0 = not charged (a profile where it was not measured).
   double main_grad_exposed_fraction = 0;
+  // FP8 block: time of a block-scaled GEMM (Transformer Engine's blockwise recipe) relative to
+  // the per-tensor-scaled one, for the forward / dgrad (1x128 x 128x128 scales) and the wgrad
+  // (1x128 x 1x128). 0 = not measured for this GPU (a blockwise run is then an input error).
+  double blockwise_fprop_dgrad_time_ratio = 0;
+  double blockwise_wgrad_time_ratio = 0;
 };
 
 // A fused (flash-style) attention kernel:

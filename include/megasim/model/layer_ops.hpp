@@ -61,6 +61,9 @@ struct LayerOp {
   // GEMM with FP8 operands: a transformer layer's linear under fp8 training (Transformer Engine
   // runs fprop, dgrad and wgrad in FP8; the LM head and attention stay 16-bit).
   bool fp8 = false;
+  // ... with block scales (training.fp8_recipe blockwise: 1x128 activation / gradient scales,
+  // 128x128 weight scales), which Hopper's cuBLASLt applies in the GEMM's main loop.
+  bool fp8_block_scaled = false;
   bool weight_gradient = false;   // wgrad GEMM: reduces over the tokens (k = tokens); every other
                                   // layer GEMM has the tokens as its rows (m)
   // wgrad GEMMs: bytes per element of the main-grad buffer they accumulate into (4 with FP32

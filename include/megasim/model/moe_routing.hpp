@@ -37,4 +37,12 @@ double routed_copies_per_rank(const JobSpec& job);
 // (and padding to capacity under moe_expert_capacity_factor), averaged over 16 draws.
 ExpertLoad expert_load(const JobSpec& job);
 
+// P(a token routes at least one of its top-k copies to `here` of `experts` experts), uniform
+// routing: 1 - C(experts - here, k) / C(experts, k).
+double reach_probability(double experts, double here, std::int64_t k);
+
+// Expected distinct targets (EP ranks, or nodes) a token's top-k routed copies reach, under
+// uniform routing and the model's group-limited routing (moe_routing.cpp says how).
+double distinct_targets_per_token(const MoeSpec& moe, int targets);
+
 }  // namespace megasim

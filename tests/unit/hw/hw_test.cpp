@@ -185,6 +185,54 @@ TEST(Gemm, MainGradEpilogueIsChargedPerPrecision) {
   }
 }
 
+// Transformer Engine's blockwise recipe on Hopper: cuBLASLt applies the 1x128 / 128x128 scales in
+// the main loop; measured 1.18x the per-tensor GEMM's time for fprop / dgrad and 1.60x for the
+// wgrad (1x128 on both operands). Blackwell runs them as MXFP8 GEMMs (TE #2157); a profile without
+// the ratios cannot price a blockwise run.
+TEST(Gemm, BlockScaledFp8GemmsTakeTheMeasuredRatio) {
+  const HardwareProfile hw = load("hopper");
+  GpuSpec gpu = kH200;
+  gpu.peak_fp8_flops = 1978.9e12;
+  LayerOp op;
+  op.kind = OpKind::Gemm;
+  op.fp8 = true;
+  op.gemm_m = 8192; op.gemm_n = 14336; op.gemm_k = 4096;
+  // The ratio scales the GEMM itself, not its launch gap or main-grad epilogue.
+  const double gemm = gemm_time_s(hw, gpu, Precision::Fp8, 8192, 14336, 4096);
+  const double tensorwise = op_time_s(hw, gpu, op);
+  op.fp8_block_scaled = true;
+  EXPECT_NEAR(op_time_s(hw, gpu, op) - tensorwise, 0.18 * gemm, 1e-12);
+  op.weight_gradient = true;
+  op.main_grad_bytes = 4.0;
+  op.fp8_block_scaled = false;
+  const double wgrad = op_time_s(hw, gpu, op);
+  op.fp8_block_scaled = true;
+  EXPECT_NEAR(op_time_s(hw, gpu, op) - wgrad, 0.60 * gemm, 1e-12);
+  op.fp8 = false;  // a 16-bit GEMM ignores the flag
+  op.fp8_block_scaled = true;
+  const double bf16 = op_time_s(hw, gpu, op);
+  op.fp8_block_scaled = false;
+  EXPECT_DOUBLE_EQ(op_time_s(hw, gpu, op), bf16);
+  op.fp8 = true;
+  op.fp8_block_scaled = true;
+  HardwareProfile unmeasured = hw;
+  unmeasured.gemm_fp8->blockwise_wgrad_time_ratio = 0;
+  EXPECT_THROW(op_time_s(unmeasured, gpu, op), InputError);
+  const HardwareProfile blackwell = load("blackwell");
+  EXPECT_DOUBLE_EQ(blackwell.gemm_fp8->blockwise_fprop_dgrad_time_ratio, 1.0);
+  // The op builders mark a job's FP8 linears under the blockwise recipe only.
+  JobSpec job = testing::gpt175b_megascale();
+  job.training.precision = Precision::Fp8;
+  for (const Fp8Recipe r : {Fp8Recipe::Tensorwise, Fp8Recipe::Blockwise}) {
+    job.training.fp8_recipe = r;
+    for (const auto& o : layer_backward_ops(job)) {
+      if (o.kind == OpKind::Gemm) {
+        EXPECT_EQ(o.fp8_block_scaled, o.fp8 && r == Fp8Recipe::Blockwise) << o.name;
+      }
+    }
+  }
+}
+
 TEST(Attention, KernelsOrdered) {
   const HardwareProfile hw = load("hopper");
   auto t = [&](AttentionKernel k) {

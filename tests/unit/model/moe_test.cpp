@@ -606,5 +606,111 @@ TEST(Moe, Fp8RecipeIsAKnownNameAndMxfp8NeedsBlackwell) {
   EXPECT_NO_THROW(test::parse(j));
 }
 
+// The experts' activation without bias_activation_fusion (Megatron-Core's TransformerConfig
+// default): the eager activation, the product with the routing probabilities (FP32 under
+// moe_router_dtype fp32: an FP32 product, then a cast) and autograd's mirror, measured on an H100
+// in bytes per output element; fused, one pass.
+TEST(Moe, UnfusedExpertActivationRunsTheEagerChain) {
+  const LayerKind moe{true, false};
+  auto ops = [&](bool fused, const char* router_dtype, bool gated, bool forward) {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["system"] = {{"fused_kernels", fused}};
+    if (router_dtype != nullptr) j["training"]["moe_router_dtype"] = router_dtype;
+    if (!gated) j["model"] = {{"base", "qwen3-30b-a3b"}, {"gated_mlp", false}, {"hidden_act", "gelu"}};
+    const JobSpec job = test::parse(j);
+    return forward ? layer_forward_ops(job, moe) : layer_backward_ops(job, moe);
+  };
+  const auto fused = ops(true, nullptr, true, true);
+  std::int64_t rows = 0;
+  for (const std::int64_t r : op_named(fused, "expert_fc1").expert_rows) rows += r;
+  const double out = static_cast<double>(rows) * 768.0;  // Qwen3-30B-A3B's expert width
+  EXPECT_DOUBLE_EQ(op_named(fused, "expert_swiglu").bytes, out * 3.0 * 2.0);  // reads 2 halves, writes 1
+  EXPECT_EQ(op_named(fused, "expert_swiglu").kernels, 1);
+  const auto fp32 = ops(false, nullptr, true, true);  // fp32 is the default router dtype
+  EXPECT_DOUBLE_EQ(op_named(fp32, "expert_swiglu").bytes, out * 40.2);
+  EXPECT_EQ(op_named(fp32, "expert_swiglu").kernels, 5);
+  EXPECT_DOUBLE_EQ(op_named(ops(false, "input", true, true), "expert_swiglu").bytes, out * 29.3);
+  EXPECT_DOUBLE_EQ(op_named(ops(false, "fp32", false, true), "expert_gelu").bytes, out * 22.3);
+  EXPECT_EQ(op_named(ops(false, "fp32", false, true), "expert_gelu").kernels, 3);
+  EXPECT_DOUBLE_EQ(op_named(ops(false, "input", false, false), "expert_gelu_bwd").bytes, out * 21.5);
+  EXPECT_DOUBLE_EQ(op_named(ops(false, "fp32", true, false), "expert_swiglu_bwd").bytes, out * 71.3);
+  EXPECT_EQ(op_named(ops(false, "fp32", true, false), "expert_swiglu_bwd").kernels, 9);
+  // The router dtype also sets the probabilities' bytes on the wire.
+  const double p32 = op_named(fp32, "ep_dispatch_probs").bytes;
+  EXPECT_DOUBLE_EQ(op_named(ops(true, "input", true, true), "ep_dispatch_probs").bytes, p32 / 2.0);
+}
+
+TEST(Moe, RouterDtypeIsFp32OrTheInputs) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["training"]["moe_router_dtype"] = "fp64";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_dtype", "fp64 router is not modelled");
+  j["training"]["moe_router_dtype"] = "bf16";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_router_dtype", "fp32");
+  auto dense = test::small_job();
+  dense["training"]["moe_router_dtype"] = "fp32";
+  EXPECT_INPUT_ERROR(test::parse(dense), "training.moe_router_dtype", "need an MoE model");
+}
+
+// Which local kernels each dispatcher runs around its exchange (token_dispatcher.py): the
+// all-to-all permutes before sending and sorts the received chunks by local expert; DeepEP sends
+// each token once per rank and permutes on arrival (unpermutes before the combine); HybridEP
+// permutes and pads inside its kernels, so neither a permute nor FP8 row padding runs beside it.
+TEST(Moe, EachDispatcherRunsItsOwnLocalKernels) {
+  const LayerKind moe{true, false};
+  auto forward = [&](const char* dispatcher, const char* backend) {
+    auto j = moe_job("deepseek-v3");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["training"]["precision"] = "fp8";
+    j["training"]["fp8_recipe"] = "blockwise";
+    j["system"] = {{"moe_token_dispatcher_type", dispatcher}};
+    if (backend != nullptr) j["system"]["moe_flex_dispatcher_backend"] = backend;
+    return layer_forward_ops(test::parse(j), moe);
+  };
+  auto has = [](const std::vector<LayerOp>& ops, const char* name) {
+    return std::any_of(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+  };
+  auto before_dispatch = [](const std::vector<LayerOp>& ops, const char* name) {
+    for (const LayerOp& op : ops) {
+      if (op.name == "ep_dispatch") return false;
+      if (op.name == name) return true;
+    }
+    return false;
+  };
+  const auto a2a = forward("alltoall", nullptr);
+  const auto deepep = forward("flex", "deepep");
+  const auto hybrid = forward("flex", "hybridep");
+  EXPECT_TRUE(before_dispatch(a2a, "permute"));
+  EXPECT_TRUE(has(a2a, "sort_by_local_expert"));
+  EXPECT_TRUE(has(a2a, "fp8_pad_expert_input"));
+  EXPECT_FALSE(before_dispatch(deepep, "permute"));
+  EXPECT_TRUE(has(deepep, "permute"));
+  EXPECT_EQ(op_named(deepep, "permute").kernels, 5);
+  EXPECT_FALSE(has(deepep, "sort_by_local_expert"));
+  EXPECT_TRUE(has(deepep, "fp8_pad_expert_input"));
+  EXPECT_FALSE(has(hybrid, "permute"));
+  EXPECT_FALSE(has(hybrid, "sort_by_local_expert"));
+  EXPECT_FALSE(has(hybrid, "fp8_pad_expert_input"));
+  EXPECT_FALSE(has(hybrid, "unpermute"));
+  EXPECT_TRUE(has(hybrid, "shared_experts_add"));  // DeepSeek-V3's shared expert joins after the combine
+  // DeepEP's permute reads each received token once: under group-limited routing (8 groups over 8
+  // ranks, top-4 groups) a token reaches at most 4 ranks, so fewer rows arrive than copies.
+  const LayerOp& fc1 = op_named(deepep, "expert_fc1");
+  std::int64_t rows = 0;
+  for (const std::int64_t r : fc1.expert_rows) rows += r;
+  const double moved = op_named(deepep, "permute").bytes / (7168.0 * 2.0);
+  EXPECT_GT(moved, static_cast<double>(rows) * 1.4);
+  EXPECT_LT(moved, static_cast<double>(rows) * 1.6);
+  auto backward_has = [&](const char* backend, const char* name) {
+    auto j = moe_job("deepseek-v3");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["system"] = {{"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", backend}};
+    return has(layer_backward_ops(test::parse(j), moe), name);
+  };
+  EXPECT_TRUE(backward_has("deepep", "permute_bwd"));
+  EXPECT_FALSE(backward_has("hybridep", "permute_bwd"));
+  EXPECT_FALSE(backward_has("hybridep", "sort_grad_by_local_expert"));
+}
+
 }  // namespace
 }  // namespace megasim
