@@ -277,6 +277,17 @@ void check_experts(const JobSpec& job) {
   if (job.system.overlap_moe_expert_parallel_comm) {
     if (const char* why = merged_a2a_overlap_refusal(job)) throw InputError("system.overlap_moe_expert_parallel_comm", why);
   }
+  // Megatron-Core's own refusals (transformer_config.py __post_init__).
+  const MoeDispatcher dispatcher = job.system.moe_token_dispatcher_type;
+  if (job.system.moe_shared_expert_overlap && moe.shared_expert_intermediate_size > 0 &&
+      dispatcher != MoeDispatcher::AllToAll) {
+    throw InputError("system.moe_shared_expert_overlap", "works with the alltoall token dispatcher only (Megatron-Core's rule)");
+  }
+  if (dispatcher == MoeDispatcher::Flex && job.system.moe_flex_dispatcher_backend == FlexBackend::DeepEp &&
+      job.training.moe_pad_expert_input_to_capacity) {
+    throw InputError("training.moe_pad_expert_input_to_capacity",
+                     "the flex dispatcher with DeepEP does not pad to the capacity (Megatron-Core's rule)");
+  }
 }
 
 }  // namespace

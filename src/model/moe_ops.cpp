@@ -121,28 +121,11 @@ void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const
   mark_shared(ops, from);
 }
 
-double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
-  // allgather dispatcher: every rank gathers the EP group's tokens (not their copies).
-  if (job.system.moe_token_dispatcher_type == MoeDispatcher::AllGather) {
-    return static_cast<double>(d.ep) * dd(d.tokens) * dd(x.h) * x.e;
-  }
-  return d.received * dd(x.h) * x.e;
-}
-
-// The all-to-all dispatcher sends each routed copy's probability beside its row, as a second
-// all-to-all on the same splits (token_dispatcher.py MoEAlltoAllTokenDispatcher.token_dispatch:
-// all_to_all of the tokens, then of permuted_probs; its autograd backward is the mirror
-// all-to-all of the gradients), and gathers them beside the rows over expert TP
-// (dispatch_postprocess). The probabilities are in the router's dtype: FP32 where the provider
-// sets moe_router_dtype "fp32" (Megatron-Bridge's Qwen3 and DeepSeek providers), the input's
-// BF16 otherwise (moe_utils.py .type_as(logits)): training.moe_router_dtype. The flex dispatcher
-// moves them inside its
-// own kernels. The allgather dispatcher gathers, beside the tokens, every rank's routing map (bool)
-// and dense probabilities [tokens, experts] (MoEAllGatherTokenDispatcher.token_dispatch), and its
-// backward reduce-scatters the probabilities' gradient: calls of their own, one exchange with the
-// tokens'.
-// The dispatcher's local kernels differ by path: the all-to-all and all-gather dispatchers permute
-// before sending; DeepEP permutes after receiving, HybridEP inside its kernels.
+// The dispatcher's path (token_dispatcher.py) sets its exchange and the local kernels around it:
+// the all-to-all dispatcher permutes before sending and sorts the received chunks by local expert;
+// the all-gather dispatcher gathers the expert grid's (ETP x EP) tokens, then permutes the rows its
+// experts need, and unpermutes before reducing-scattering back; DeepEP sends each token once per
+// rank it needs and permutes on arrival; HybridEP permutes (and pads) inside its own kernels.
 enum class Dispatch { AllToAll, AllGather, DeepEp, HybridEp };
 Dispatch dispatch_path(const JobSpec& job) {
   switch (job.system.moe_token_dispatcher_type) {
@@ -154,17 +137,60 @@ Dispatch dispatch_path(const JobSpec& job) {
 }
 bool is_flex(Dispatch p) { return p == Dispatch::DeepEp || p == Dispatch::HybridEp; }
 
+// The routing probabilities are in the router's dtype: FP32 where the provider sets
+// moe_router_dtype "fp32" (Megatron-Bridge's Qwen3 and DeepSeek providers), the input's 16 bits
+// otherwise (moe_utils.py .type_as(logits)): training.moe_router_dtype. DeepEP and HybridEP take
+// FP32 probabilities only and cast them (_DeepepManager / _HybridEPManager.dispatch).
 bool fp32_probs(const JobSpec& job) {
-  return job.training.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32;
+  return is_flex(dispatch_path(job)) ||
+         job.training.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32;
 }
 double prob_bytes(const JobSpec& job, const Dims& x) { return fp32_probs(job) ? 4.0 : x.e; }
-bool probs_travel(const JobSpec& job) { return job.system.moe_token_dispatcher_type == MoeDispatcher::AllToAll; }
+
+// Rows the all-gather dispatcher gathers: every token of the expert grid's ETP x EP group
+// (gather_from_sequence_parallel_region over tp_ep_group).
+double gathered_tokens(const MoeDims& d) { return dd(d.ep) * dd(d.etp) * dd(d.tokens); }
+
+// Bytes one EP dispatch moves for the most-loaded rank. all-to-all: its routed copies (the expert
+// TP gather follows separately); all-gather: the group's tokens; flex: each copy to every ETP rank
+// of its expert (the routing map expanded over tp_ep_group; no separate expert-TP collective),
+// the de-duplication per rank and node priced by the network model (cost_context.cpp).
+double dispatch_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
+  switch (dispatch_path(job)) {
+    case Dispatch::AllGather: return gathered_tokens(d) * dd(x.h) * x.e;
+    case Dispatch::DeepEp:
+    case Dispatch::HybridEp: return d.received * dd(d.etp) * dd(x.h) * x.e;
+    case Dispatch::AllToAll: break;
+  }
+  return d.received * dd(x.h) * x.e;
+}
+// The combine's bytes: the dispatch's, except that the all-gather dispatcher reduce-scatters in
+// the probabilities' dtype (token_combine: hidden_states.to(local_probs.dtype)).
+double combine_bytes(const JobSpec& job, const Dims& x, const MoeDims& d) {
+  if (dispatch_path(job) == Dispatch::AllGather) return gathered_tokens(d) * dd(x.h) * prob_bytes(job, x);
+  return dispatch_bytes(job, x, d);
+}
+// The expert-TP gather / reduce-scatter after the EP exchange: the all-to-all dispatcher's only
+// (the all-gather and flex dispatchers exchange over the ETP x EP group itself).
+bool separate_etp_collectives(const JobSpec& job, const MoeDims& d) {
+  return d.etp > 1 && dispatch_path(job) == Dispatch::AllToAll;
+}
+
+// The all-to-all dispatcher sends each routed copy's probability beside its row, as a second
+// all-to-all on the same splits (token_dispatcher.py MoEAlltoAllTokenDispatcher.token_dispatch:
+// all_to_all of the tokens, then of permuted_probs; its autograd backward is the mirror
+// all-to-all of the gradients), and gathers them beside the rows over expert TP
+// (dispatch_postprocess). The flex dispatcher moves them inside its own kernels. The allgather
+// dispatcher gathers, beside the tokens, every rank's routing map (bool) and dense probabilities
+// [tokens, experts] (MoEAllGatherTokenDispatcher.token_dispatch), and its backward
+// reduce-scatters the probabilities' gradient: calls of their own, one exchange with the tokens'.
+bool probs_travel(const JobSpec& job) { return dispatch_path(job) == Dispatch::AllToAll; }
 void add_probs_exchange(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d,
                         const char* name, OpKind kind) {
   const double p = prob_bytes(job, x);
   if (probs_travel(job)) ops.push_back(comm(name, kind, d.received * p, false));
-  if (job.system.moe_token_dispatcher_type != MoeDispatcher::AllGather) return;
-  const double gathered = dd(d.ep) * dd(d.tokens) * dd(d.experts);  // [EP x tokens, experts]
+  if (dispatch_path(job) != Dispatch::AllGather) return;
+  const double gathered = gathered_tokens(d) * dd(d.experts);  // [ETP x EP x tokens, experts]
   if (kind == OpKind::EpDispatch) ops.push_back(comm(std::string(name) + "_routing_map", kind, gathered, false));
   ops.push_back(comm(name, kind, gathered * p, false));
 }
@@ -243,15 +269,21 @@ void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
 // on a lent H100 (tools/measure/mcore_clamped_geglu.py, bench/data/h100-mcore-clamped-geglu.json):
 // 3 more kernels and 0.48 ms forward, 9 more and 0.93 ms backward, i.e. 13.6 and 26.3 bytes an
 // FC1-output element at the measured copy rate (the elementwise rate within 1%); derived from the
-// code's reads and writes they were 8 and 15.
-void add_activation_clamp_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d) {
+// code's reads and writes they were 8 and 15. Without the fusion, glu() clamps each half in place
+// of the chunk (2 kernels, each half read and written; backward 2 clamp_backward kernels reading
+// the gradient and the input): from the code, not measured.
+void add_activation_clamp_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
   if (!(job.model.swiglu_limit > 0)) return;  // the parser allows it on gated MoE models only
-  ops.push_back(mem("expert_activation_clamp", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 13.6, 3));
+  const double n = dd(d.rows_total) * dd(d.fc1_width);
+  ops.push_back(x.fused ? mem("expert_activation_clamp", OpKind::Elementwise, n * 13.6, 3)
+                        : mem("expert_activation_clamp", OpKind::Elementwise, n * 2.0 * x.e, 2));
   ops.back().expert_side = true;
 }
-void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const MoeDims& d) {
+void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, const MoeDims& d) {
   if (!(job.model.swiglu_limit > 0)) return;  // the parser allows it on gated MoE models only
-  ops.push_back(mem("expert_activation_clamp_bwd", OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width) * 26.3, 9));
+  const double n = dd(d.rows_total) * dd(d.fc1_width);
+  ops.push_back(x.fused ? mem("expert_activation_clamp_bwd", OpKind::Elementwise, n * 26.3, 9)
+                        : mem("expert_activation_clamp_bwd", OpKind::Elementwise, n * 3.0 * x.e, 2));
 }
 
 // The experts' activation without bias_activation_fusion (system.fused_kernels off; Megatron-Core's
@@ -262,7 +294,8 @@ void add_activation_clamp_bwd(std::vector<LayerOp>& ops, const JobSpec& job, con
 // two gradients and the probabilities' reduction, the activation's). Fused, weighted_bias_swiglu_impl
 // does it in one pass. Measured with that code on a lent H100 (tools/measure/fp8_blockwise_gemm.py,
 // bench/data/h100-fp8-blockwise-gemm-run2.json; 3 shapes each, within 1 B of each other), as bytes
-// per output element at the copy rate; kernels counted from the code.
+// per output element at the copy rate; kernels counted from the code. GPT-OSS's quick_gelu
+// (x * sigmoid(1.702 x), three eager kernels where SiLU is one) is priced as SiLU's chain.
 struct UnfusedActivation {
   double forward_bytes, backward_bytes;
   int forward_kernels, backward_kernels;
@@ -276,7 +309,7 @@ UnfusedActivation unfused_activation(bool gated, bool fp32) {
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
-  add_activation_clamp_fwd(ops, job, d);
+  add_activation_clamp_fwd(ops, job, x, d);
   const char* name = x.gated ? "expert_swiglu" : "expert_gelu";
   if (x.fused) {
     ops.push_back(mem(name, OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
@@ -296,13 +329,14 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   const Dispatch path = dispatch_path(job);
   const double h = dd(x.h);
   const double E = dd(d.experts);
+  const double rows = dd(d.rows_total);
+  const double pb = prob_bytes(job, x);
   add_router_forward(ops, job, x, d.tokens, grad_enabled);
-  if (path == Dispatch::AllToAll) add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
-  // Permute: gather each copy's row into expert order. Transformer Engine's fused permute with
-  // probabilities (TE v2.9 pytorch/triton/permutation.py): three Triton passes build the row-id
-  // map from the routing map, then one kernel moves the rows and their probabilities. The flex
-  // dispatcher sends the unpermuted tokens and permutes on the receiving side.
-  if (!is_flex(path)) {
+  if (path == Dispatch::AllToAll) {
+    add_dispatch_metadata(ops, job, d.tokens, d.ep * d.etp > 1);
+    // Permute: gather each copy's row into expert order. Transformer Engine's fused permute with
+    // probabilities (TE v2.9 pytorch/triton/permutation.py): three Triton passes build the row-id
+    // map from the routing map, then one kernel moves the rows and their probabilities.
     const double row_id_map_bytes = 8.0 * E * dd(d.tokens);  // int32 [tokens, 2E + 1], written and read
     ops.push_back(mem("permute", OpKind::Elementwise, (dd(d.tokens) + d.copies) * h * x.e + row_id_map_bytes, 4));
   }
@@ -311,18 +345,21 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   ops.back().host_waits_for_gpu = host_syncs_before_dispatch(job);
   add_probs_exchange(ops, job, x, d, "ep_dispatch_probs", OpKind::EpDispatch);
   const std::size_t experts_from = ops.size();
-  const double rows = dd(d.rows_total);
-  if (d.etp > 1) {
+  if (separate_etp_collectives(job, d)) {
     ops.push_back(etp_comm("etp_all_gather", OpKind::TpAllGather, rows * h * x.e, false));
-    if (probs_travel(job)) ops.push_back(etp_comm("etp_all_gather_probs", OpKind::TpAllGather, rows * prob_bytes(job, x), false));
+    if (probs_travel(job)) ops.push_back(etp_comm("etp_all_gather_probs", OpKind::TpAllGather, rows * pb, false));
   }
-  // DeepEP hands back each received token once with its top-k indices: Megatron-Core turns them
-  // into a local routing map (fused_indices_to_multihot, 1) and permutes the tokens into their
-  // local experts' copies (TE's fused permute, 4) (token_dispatcher.py _DeepepManager
-  // get_permuted_hidden_states_by_experts). HybridEP permutes inside its dispatch kernel.
-  if (path == Dispatch::DeepEp) {
-    const double row_id_map_bytes = 8.0 * dd(d.local_experts) * d.received_tokens;
-    ops.push_back(mem("permute", OpKind::Elementwise, (d.received_tokens + rows) * h * x.e + row_id_map_bytes, 5));
+  // Permute on arrival. All-gather: the gathered tokens its local experts need, by the local
+  // routing map (dispatch_postprocess; TE's fused permute, 4). DeepEP: each received token once
+  // with its top-k indices, made a local routing map (fused_indices_to_multihot, 1) and permuted
+  // into its local experts' copies (4) (_DeepepManager.get_permuted_hidden_states_by_experts).
+  if (path == Dispatch::AllGather) {
+    const double g = gathered_tokens(d);
+    ops.push_back(mem("permute", OpKind::Elementwise,
+                      (std::min(g, rows) + rows) * h * x.e + 8.0 * dd(d.local_experts) * g, 4));
+  } else if (path == Dispatch::DeepEp) {
+    const double in = d.received_tokens * dd(d.etp);
+    ops.push_back(mem("permute", OpKind::Elementwise, (in + rows) * h * x.e + 8.0 * dd(d.local_experts) * in, 5));
   }
   // Sort by local expert (the all-to-all's output comes grouped by source rank): TE's
   // moe_sort_chunks_by_index builds its chunk map, then sorts (2).
@@ -330,7 +367,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (sorted) ops.push_back(mem("sort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
   // HybridEP pads each expert's rows to the FP8 alignment inside its dispatch (pad_multiple).
   const bool padded = fp8_expert_rows_padded(x, d) && path != Dispatch::HybridEp;
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, prob_bytes(job, x));
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_input", x.h, pb);
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
   add_moe_activation(ops, job, x);
@@ -339,21 +376,33 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, 0.0);
   add_expert_fc2_bias_fwd(ops, x, d);
   if (sorted) ops.push_back(mem("unsort_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 2));
-  // DeepEP: the copies merge back into one row per received token before the combine sends it
-  // (TE's fused unpermute, 1).
+  // Unpermute before the combine sends. DeepEP: the copies merge back into one row per received
+  // token (TE's fused unpermute, 1). All-gather: back into every gathered token's row (1), then
+  // cast to the probabilities' dtype for the reduce-scatter (token_combine's .to, 1 under FP32).
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + d.received_tokens * dd(d.etp)) * h * x.e, 1));
+  } else if (path == Dispatch::AllGather) {
+    const double g = gathered_tokens(d);
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + g) * h * x.e, 1));
+    if (pb != x.e) ops.push_back(mem("combine_cast", OpKind::Elementwise, g * h * (x.e + pb), 1));
   }
   mark_expert_side(ops, experts_from);
-  if (d.etp > 1) ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
-  ops.push_back(comm("ep_combine", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
-  // Unpermute: TE's fused unpermute merges the weighted copies back to token order (1); the
-  // shared experts' output is added after it (1). The flex combine returns the merged tokens.
-  if (!is_flex(path)) {
-    ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
-  } else if (d.shared) {
-    ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * dd(d.tokens) * h * x.e, 1));
+  if (separate_etp_collectives(job, d)) {
+    ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   }
+  ops.push_back(comm("ep_combine", OpKind::EpCombine, combine_bytes(job, x, d), false));
+  // After the combine. All-to-all: TE's fused unpermute merges the weighted copies back to token
+  // order (1) and the shared experts' output is added (1). All-gather: the reduce-scattered sum
+  // cast back (1 under FP32). Every path adds the shared experts' output (MoELayer.combine).
+  const double token_bytes = dd(d.tokens) * h * x.e;
+  if (path == Dispatch::AllToAll) {
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
+    return;
+  }
+  if (path == Dispatch::AllGather && pb != x.e) {
+    ops.push_back(mem("combine_cast_back", OpKind::Elementwise, dd(d.tokens) * h * (pb + x.e), 1));
+  }
+  if (d.shared) ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * token_bytes, 1));
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -361,12 +410,24 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   const Dispatch path = dispatch_path(job);
   const double h = dd(x.h);
   const double rows = dd(d.rows_total);
-  if (!is_flex(path)) ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
-  ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, dispatch_bytes(job, x, d), false));
+  const double pb = prob_bytes(job, x);
+  const double g = gathered_tokens(d);
+  if (path == Dispatch::AllToAll) {
+    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  } else if (path == Dispatch::AllGather && pb != x.e) {
+    ops.push_back(mem("combine_cast_back_bwd", OpKind::Elementwise, dd(d.tokens) * h * (x.e + pb), 1));
+  }
+  ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, combine_bytes(job, x, d), false));
   const std::size_t experts_from = ops.size();
-  if (d.etp > 1) ops.push_back(etp_comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
+  if (separate_etp_collectives(job, d)) {
+    ops.push_back(etp_comm("etp_all_gather_grad", OpKind::TpAllGather, rows * h * x.e, false));
+  }
+  // The mirror of the unpermute before the combine: a permute of the gradients into the copies.
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.received_tokens + rows) * h * x.e, 1));
+    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.received_tokens * dd(d.etp) + rows) * h * x.e, 1));
+  } else if (path == Dispatch::AllGather) {
+    if (pb != x.e) ops.push_back(mem("combine_cast_bwd", OpKind::Elementwise, g * h * (pb + x.e), 1));
+    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (std::min(g, rows) + rows) * h * x.e, 1));
   }
   const bool sorted = path == Dispatch::AllToAll && d.local_experts > 1;
   if (sorted) ops.push_back(mem("sort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
@@ -385,27 +446,33 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
     ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
                       rows * dd(d.width) * u.backward_bytes, u.backward_kernels));
   }
-  add_activation_clamp_bwd(ops, job, d);
+  add_activation_clamp_bwd(ops, job, x, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
-  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, prob_bytes(job, x));
+  if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, pb);
   if (sorted) ops.push_back(mem("unsort_grad_by_local_expert", OpKind::Elementwise, 2.0 * rows * h * x.e, 1));
+  // The mirror of the permute on arrival: the copies' gradients merged back per received token
+  // (DeepEP) or scattered into every gathered token's row (all-gather).
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
+    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + d.received_tokens * dd(d.etp)) * h * x.e, 1));
+  } else if (path == Dispatch::AllGather) {
+    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + g) * h * x.e, 1));
   }
   mark_expert_side(ops, experts_from);
-  if (d.etp > 1) {
+  if (separate_etp_collectives(job, d)) {
     ops.push_back(etp_comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
     if (probs_travel(job)) {
-      ops.push_back(etp_comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * prob_bytes(job, x), false));
+      ops.push_back(etp_comm("etp_reduce_scatter_probs_grad", OpKind::TpReduceScatter, rows * pb, false));
     }
   }
   ops.push_back(comm("ep_dispatch_bwd", OpKind::EpCombine, dispatch_bytes(job, x, d), false));
   add_probs_exchange(ops, job, x, d, "ep_dispatch_probs_bwd", OpKind::EpCombine);
   if (d.shared) add_shared_experts_bwd(ops, job, x);
-  if (!is_flex(path)) ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  if (path == Dispatch::AllToAll) {
+    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
+  }
   add_router_backward(ops, job, x, d.tokens);
 }
 

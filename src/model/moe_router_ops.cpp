@@ -16,8 +16,10 @@ namespace megasim::model_detail {
 
 namespace {
 
-// Bytes per router score element: Megatron-Core keeps the logits, scores and probabilities in
-// FP32 (moe_router_dtype, or the FP32 score functions).
+// Bytes per router score element: FP32, as Megatron-Core keeps the logits, scores and
+// probabilities under moe_router_dtype fp32 (the default here) and TE's fused router kernels
+// compute in FP32; under "input" they are written in 16 bits, priced at 4 all the same (these
+// kernels are bound by their launches).
 constexpr double kScoreBytes = 4.0;
 
 double score_elements(std::int64_t tokens, std::int64_t experts) { return dd(tokens) * dd(experts); }

@@ -225,11 +225,16 @@ TEST(Gemm, BlockScaledFp8GemmsTakeTheMeasuredRatio) {
   job.training.precision = Precision::Fp8;
   for (const Fp8Recipe r : {Fp8Recipe::Tensorwise, Fp8Recipe::Blockwise}) {
     job.training.fp8_recipe = r;
-    for (const auto& o : layer_backward_ops(job)) {
-      if (o.kind == OpKind::Gemm) {
-        EXPECT_EQ(o.fp8_block_scaled, o.fp8 && r == Fp8Recipe::Blockwise) << o.name;
-      }
+    int fp8_gemms = 0;
+    std::vector<LayerOp> ops = layer_forward_ops(job);
+    const std::vector<LayerOp> bwd = layer_backward_ops(job);
+    ops.insert(ops.end(), bwd.begin(), bwd.end());
+    for (const auto& o : ops) {
+      if (o.kind != OpKind::Gemm) continue;
+      fp8_gemms += o.fp8 ? 1 : 0;
+      EXPECT_EQ(o.fp8_block_scaled, o.fp8 && r == Fp8Recipe::Blockwise) << o.name;
     }
+    EXPECT_GE(fp8_gemms, 12);  // qkv, proj, fc1, fc2: fprop, dgrad, wgrad
   }
 }
 

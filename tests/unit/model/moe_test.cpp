@@ -637,8 +637,9 @@ TEST(Moe, UnfusedExpertActivationRunsTheEagerChain) {
   EXPECT_DOUBLE_EQ(op_named(ops(false, "fp32", true, false), "expert_swiglu_bwd").bytes, out * 71.3);
   EXPECT_EQ(op_named(ops(false, "fp32", true, false), "expert_swiglu_bwd").kernels, 9);
   // The router dtype also sets the probabilities' bytes on the wire.
-  const double p32 = op_named(fp32, "ep_dispatch_probs").bytes;
-  EXPECT_DOUBLE_EQ(op_named(ops(true, "input", true, true), "ep_dispatch_probs").bytes, p32 / 2.0);
+  const double p32 = op_named(fp32, "ep_dispatch_probs").comm_bytes;
+  EXPECT_GT(p32, 0.0);
+  EXPECT_DOUBLE_EQ(op_named(ops(true, "input", true, true), "ep_dispatch_probs").comm_bytes, p32 / 2.0);
 }
 
 TEST(Moe, RouterDtypeIsFp32OrTheInputs) {
@@ -709,7 +710,95 @@ TEST(Moe, EachDispatcherRunsItsOwnLocalKernels) {
   };
   EXPECT_TRUE(backward_has("deepep", "permute_bwd"));
   EXPECT_FALSE(backward_has("hybridep", "permute_bwd"));
+  EXPECT_FALSE(backward_has("hybridep", "unpermute_bwd"));
   EXPECT_FALSE(backward_has("hybridep", "sort_grad_by_local_expert"));
+}
+
+// Where each local kernel sits against the EP exchange, forward and backward: DeepEP unpermutes
+// before its combine and its backward mirrors that inside the exchange; the all-gather dispatcher
+// permutes after its gather, unpermutes before its reduce-scatter, which runs in the
+// probabilities' dtype (token_combine's casts), with no separate expert-TP collective; nor has
+// flex, whose exchange carries every ETP rank's rows.
+TEST(Moe, DispatchersPlaceTheirKernelsAroundTheExchange) {
+  const LayerKind moe{true, false};
+  auto job = [&](const char* dispatcher, const char* backend, int etp) {
+    auto j = moe_job("deepseek-v3");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["parallel"]["expert_tensor_parallel_size"] = etp;
+    j["system"] = {{"moe_token_dispatcher_type", dispatcher}};
+    if (backend != nullptr) j["system"]["moe_flex_dispatcher_backend"] = backend;
+    return test::parse(j);
+  };
+  auto pos = [](const std::vector<LayerOp>& ops, const std::string& name) {
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].name == name) return static_cast<long>(i);
+    return -1L;
+  };
+  const JobSpec deepep = job("flex", "deepep", 1);
+  const auto fwd = layer_forward_ops(deepep, moe);
+  const auto bwd = layer_backward_ops(deepep, moe);
+  EXPECT_LT(pos(fwd, "ep_dispatch"), pos(fwd, "permute"));
+  EXPECT_LT(pos(fwd, "unpermute"), pos(fwd, "ep_combine"));
+  EXPECT_LT(pos(bwd, "ep_combine_bwd"), pos(bwd, "unpermute_bwd"));
+  EXPECT_LT(pos(bwd, "permute_bwd"), pos(bwd, "ep_dispatch_bwd"));
+
+  const JobSpec gather = job("allgather", nullptr, 1);
+  const auto gf = layer_forward_ops(gather, moe);
+  const auto gb = layer_backward_ops(gather, moe);
+  EXPECT_LT(pos(gf, "ep_dispatch"), pos(gf, "permute"));
+  EXPECT_LT(pos(gf, "unpermute"), pos(gf, "combine_cast"));
+  EXPECT_LT(pos(gf, "combine_cast"), pos(gf, "ep_combine"));
+  EXPECT_LT(pos(gf, "ep_combine"), pos(gf, "combine_cast_back"));
+  EXPECT_LT(pos(gb, "ep_combine_bwd"), pos(gb, "unpermute_bwd"));
+  EXPECT_LT(pos(gb, "permute_bwd"), pos(gb, "ep_dispatch_bwd"));
+  // FP32 router (the default): the reduce-scatter moves 4 bytes an element, the gather 2.
+  const LayerOp& combine = gf[static_cast<std::size_t>(pos(gf, "ep_combine"))];
+  const LayerOp& dispatch = gf[static_cast<std::size_t>(pos(gf, "ep_dispatch"))];
+  EXPECT_DOUBLE_EQ(combine.comm_bytes, 2.0 * dispatch.comm_bytes);
+  EXPECT_DOUBLE_EQ(dispatch.comm_bytes, 8.0 * 4096.0 * 7168.0 * 2.0);  // EP 8 x 4,096 tokens, BF16
+
+  // Expert TP: the all-to-all dispatcher gathers over ETP after its exchange; flex and all-gather
+  // exchange over the ETP x EP group itself.
+  EXPECT_GE(pos(layer_forward_ops(job("alltoall", nullptr, 2), moe), "etp_all_gather"), 0);
+  const auto flex2 = layer_forward_ops(job("flex", "deepep", 2), moe);
+  EXPECT_LT(pos(flex2, "etp_all_gather"), 0);
+  EXPECT_LT(pos(layer_forward_ops(job("allgather", nullptr, 2), moe), "etp_all_gather"), 0);
+  EXPECT_DOUBLE_EQ(flex2[static_cast<std::size_t>(pos(flex2, "ep_dispatch"))].comm_bytes,
+                   2.0 * fwd[static_cast<std::size_t>(pos(fwd, "ep_dispatch"))].comm_bytes);
+  EXPECT_GT(fwd[static_cast<std::size_t>(pos(fwd, "ep_dispatch"))].comm_bytes, 0.0);
+}
+
+// DeepEP and HybridEP take FP32 probabilities whatever the router's dtype (they cast them), so
+// the experts' unfused product is FP32 beside them.
+TEST(Moe, FlexProbabilitiesAreFp32WhateverTheRouterDtype) {
+  const LayerKind moe{true, false};
+  auto act_bytes = [&](const char* dispatcher) {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["parallel"]["expert_model_parallel_size"] = 8;
+    j["system"] = {{"fused_kernels", false}, {"moe_token_dispatcher_type", dispatcher}};
+    j["training"]["moe_router_dtype"] = "input";
+    const auto ops = layer_forward_ops(test::parse(j), moe);
+    std::int64_t rows = 0;
+    for (const std::int64_t r : op_named(ops, "expert_fc1").expert_rows) rows += r;
+    return op_named(ops, "expert_swiglu").bytes / (static_cast<double>(rows) * 768.0);
+  };
+  EXPECT_DOUBLE_EQ(act_bytes("alltoall"), 29.3);
+  EXPECT_DOUBLE_EQ(act_bytes("flex"), 40.2);
+}
+
+// Megatron-Core's refusals: shared-expert overlap with a dispatcher other than alltoall, and
+// DeepEP padding to the capacity.
+TEST(Moe, MegatronCoreRefusesTheseDispatcherCombinations) {
+  auto j = moe_job("deepseek-v3");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["system"] = {{"moe_token_dispatcher_type", "flex"}, {"moe_shared_expert_overlap", true}};
+  EXPECT_INPUT_ERROR(test::parse(j), "system.moe_shared_expert_overlap", "alltoall token dispatcher only");
+  j["system"] = {{"moe_token_dispatcher_type", "flex"}};
+  j["training"]["moe_expert_capacity_factor"] = 1.0;
+  j["training"]["moe_pad_expert_input_to_capacity"] = true;
+  EXPECT_INPUT_ERROR(test::parse(j), "training.moe_pad_expert_input_to_capacity", "DeepEP");
+  j["system"]["moe_flex_dispatcher_backend"] = "hybridep";
+  EXPECT_NO_THROW(test::parse(j));
 }
 
 }  // namespace
