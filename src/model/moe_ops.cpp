@@ -353,6 +353,9 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   // routing map (dispatch_postprocess; TE's fused permute, 4). DeepEP: each received token once
   // with its top-k indices, made a local routing map (fused_indices_to_multihot, 1) and permuted
   // into its local experts' copies (4) (_DeepepManager.get_permuted_hidden_states_by_experts).
+  // That is Megatron-Core's experimental fused path, which Megatron-Bridge's DeepSeek performance
+  // configs turn on (v0.2.0 deepseek_llm_pretrain.py enable_megatron_core_experimental); without
+  // it _indices_to_multihot runs about 12 PyTorch kernels and a host sync, not priced.
   if (path == Dispatch::AllGather) {
     const double g = gathered_tokens(d);
     ops.push_back(mem("permute", OpKind::Elementwise,
