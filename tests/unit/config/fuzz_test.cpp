@@ -116,6 +116,8 @@ TEST(ConfigFuzz, MutatedMoeConfigsThrowOnlyInputError) {
     j["parallel"] = {{"tensor_model_parallel_size", 1}, {"pipeline_model_parallel_size", 1},
                      {"expert_model_parallel_size", 8}};
     j["training"]["moe_router_force_load_balancing"] = true;
+    j["training"]["moe_router_dtype"] = "fp32";
+    j["system"] = {{"fused_kernels", false}, {"moe_token_dispatcher_type", "flex"}};
     seeds.push_back(j);
   }
   auto layout = seeds.front();
