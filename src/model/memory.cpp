@@ -110,7 +110,12 @@ double moe_mlp_activation_bytes(const JobSpec& job, double tokens) {
   // FC1 out (+gate, 16-bit) and activation out (FC2's input, FP8 under FP8); the activation out
   // is recomputed under moe_act.
   const double in_bytes = fp8_saved_input_bytes(job);
-  const double per_width = (m.gated_mlp ? 4.0 : 2.0) + (rec.moe_act ? 0.0 : in_bytes);
+  double per_width = (m.gated_mlp ? 4.0 : 2.0) + (rec.moe_act ? 0.0 : in_bytes);
+  // Without bias_activation_fusion the eager chain (moe_ops.cpp unfused_activation) keeps more
+  // for autograd: the activation's output for the product with the probabilities (2 bytes);
+  // gated, also SiLU's output and `x_linear + offset` for their product (2 + 2). Not kept when
+  // moe_act recomputes the chain.
+  if (!job.system.fused_kernels && !rec.moe_act) per_width += m.gated_mlp ? 6.0 : 2.0;
   // Routed: every token goes to top-k experts; a rank keeps, for its share of those copies, the
   // permuted input (FC1's wgrad operand) and its expert's FC1 and activation outputs. Expressed
   // per TP rank (the caller divides by TP): ETP ranks share each copy's width, and each rank

@@ -642,6 +642,25 @@ TEST(Moe, UnfusedExpertActivationRunsTheEagerChain) {
   EXPECT_DOUBLE_EQ(op_named(ops(true, "input", true, true), "ep_dispatch_probs").comm_bytes, p32 / 2.0);
 }
 
+// The eager chain keeps more for autograd than the fused kernel: the activation's output (GeLU),
+// and for the gated chain SiLU's output and the offset linear half too; none under moe_act.
+TEST(Moe, UnfusedExpertActivationKeepsMoreForBackward) {
+  auto bytes = [](bool fused, bool gated, bool recompute_act) {
+    auto j = moe_job("qwen3-30b-a3b");
+    j["system"] = {{"fused_kernels", fused}};
+    if (!gated) j["model"] = {{"base", "qwen3-30b-a3b"}, {"gated_mlp", false}, {"hidden_act", "gelu"}};
+    if (recompute_act) {
+      j["training"]["recompute"] = "selective";
+      j["training"]["recompute_modules"] = {"moe_act"};
+    }
+    return moe_mlp_activation_bytes(test::parse(j), 4096.0);
+  };
+  const double copies_width = 4096.0 * 8.0 * 768.0;  // tokens x top-8 x the expert width
+  EXPECT_DOUBLE_EQ(bytes(false, true, false) - bytes(true, true, false), 6.0 * copies_width);
+  EXPECT_DOUBLE_EQ(bytes(false, false, false) - bytes(true, false, false), 2.0 * copies_width);
+  EXPECT_DOUBLE_EQ(bytes(false, true, true), bytes(true, true, true));
+}
+
 TEST(Moe, RouterDtypeIsFp32OrTheInputs) {
   auto j = moe_job("qwen3-30b-a3b");
   j["training"]["moe_router_dtype"] = "fp64";
