@@ -108,6 +108,16 @@ void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Di
   ops.push_back(mem("router_topk_bwd", OpKind::Elementwise, 3.0 * n * kScoreBytes, 1));
   ops.push_back(gemm("router_dgrad", tokens, x.h, experts, x.e, false));
   ops.push_back(gemm("router_wgrad", x.h, experts, tokens, x.e, false));
+  // Under an FP32 router, RouterGatingLinearFunction.backward (moe_utils.py) runs both GEMMs in
+  // FP32 (TF32 in TE's cuBLASLt call: priced at the 16-bit rate, TF32 is not measured here) on FP32
+  // copies: the input cast up (read 2, write 4 bytes an element), the weight cast up, the FP32
+  // input gradient (2 more bytes written) cast back down (read 4, write 2), the weight gradient
+  // cast back: four casts.
+  if (t.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32) {
+    const double th = dd(tokens) * dd(x.h);
+    const double eh = dd(experts) * dd(x.h);
+    ops.push_back(mem("router_fp32_casts", OpKind::Elementwise, th * (6.0 + 2.0 + 6.0) + eh * 12.0, 4));
+  }
   // Reads the 16-bit gradient, reads and writes the main grad.
   ops.push_back(mem("router_main_grad_add", OpKind::Elementwise, dd(x.h) * dd(experts) * (x.e + 2.0 * x.main_grad_bytes), 1));
 }

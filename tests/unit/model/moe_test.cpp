@@ -381,6 +381,9 @@ TEST(Moe, RouterAndDispatcherLaunchesFollowMegatronCore) {
   EXPECT_EQ(launches({{"moe_router_enable_expert_bias", true}}, "router_expert_bias_count"), 2);
   EXPECT_EQ(launches({}, "dispatch_token_counts"), 11);
   EXPECT_EQ(launches({}, "router_main_grad_add", false), 1);
+  // An FP32 router (the default) casts its backward's operands up and its gradients down.
+  EXPECT_EQ(launches({}, "router_fp32_casts", false), 4);
+  EXPECT_EQ(launches({{"moe_router_dtype", "input"}}, "router_fp32_casts", false), 0);
   const std::vector<std::pair<std::string, nlohmann::json>> padded{{"moe_expert_capacity_factor", 1.0},
                                                                    {"moe_pad_expert_input_to_capacity", true}};
   EXPECT_EQ(launches(padded, "dispatch_token_counts"), 1);
