@@ -437,8 +437,11 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   add_expert_fc2_bias_bwd(ops, x, d);
   const bool padded = fp8_expert_rows_padded(x, d) && path != Dispatch::HybridEp;
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_pad_expert_output_grad", x.h, 0.0);
+  // The experts' saved FP8 inputs need no transpose here: TE's GroupedLinear quantizes its input
+  // with the column-wise (transposed) usage in the forward, when the weights need gradients, and
+  // keeps only that copy (grouped_linear.py _GroupedLinear.forward: set_usage(columnwise=...),
+  // update_usage(rowwise_usage=False)): the forward's cast-transpose wrote it.
   add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
-  add_fp8_transpose(ops, x, "expert_fc2_input", rows * dd(d.width));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
   if (x.fused) {
@@ -451,7 +454,6 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   }
   add_activation_clamp_bwd(ops, job, x, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
-  add_fp8_transpose(ops, x, "expert_fc1_input", rows * h);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_wgrad", d.fc1_width, x.h, true));
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_input_grad", x.h, pb);

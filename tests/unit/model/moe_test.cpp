@@ -552,6 +552,11 @@ TEST(Moe, Fp8RecipeSetsTheCastsLaunchesAsTransformerEngineDoes) {
   // Current scaling reads the 16-bit tensor twice: 2 + 2 + 2 bytes an element instead of 2 + 2.
   EXPECT_DOUBLE_EQ(op_named(tensorwise, "fp8_cast_transpose_attn_proj_input").bytes,
                    1.5 * op_named(delayed, "fp8_cast_transpose_attn_proj_input").bytes);
+  // GroupedLinear's forward cast writes the transposed copy its wgrad needs and saves only that:
+  // no transpose of the experts' inputs in the backward.
+  for (const auto& op : layer_backward_ops(test::parse(j), moe)) {
+    EXPECT_EQ(op.name.find("fp8_transpose_expert"), std::string::npos) << op.name;
+  }
   // Dropless routing makes the host wait for the token counts before the dispatch; padding to
   // the capacity does not.
   EXPECT_TRUE(op_named(delayed, "ep_dispatch").host_waits_for_gpu);
