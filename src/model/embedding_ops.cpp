@@ -75,9 +75,27 @@ std::vector<LayerOp> embedding_backward_ops(const JobSpec& job) {
   const Dims x = dims(job);
   std::vector<LayerOp> ops;
   add_ag(ops, x, "tp_all_gather_embedding_grad", false);
-  // Scatter-add of dY rows into the fp32 main-grad of the table.
+  // The lookup's backward is dense: F.embedding (VocabParallelEmbedding.forward; nn.Embedding in
+  // PyTorch frameworks) backs into embedding_dense_backward, which zero-fills a gradient of the
+  // whole vocabulary shard and sums the tokens' rows into it (sorting their ids first above 3,072
+  // tokens); Megatron's DDP hook then adds that 16-bit gradient into the main-grad buffer
+  // (distributed_data_parallel.py: param.main_grad.add_(param.grad.data)), a pass over the whole
+  // shard per micro-batch. Measured on a lent H100 for 2,048-16,384 tokens, shards of 6,400-201,088
+  // rows and widths 2,880-12,288 (tools/measure/embedding_dense_grad.py,
+  // bench/data/h100-embedding-dense-grad.json), as bytes at the modelled elementwise rate: 13.2 an
+  // element of the shard (the zero fill and the FP32 add; 2 + 10 by the code's reads and writes)
+  // and 48 a token's hidden element (the sort-based row sums, median of 5 shapes: 33-92), within
+  // -6..+20% of each shape's time; 33 kernels with the add above 3,072 tokens, 4 at or below.
+  // FSDP presets reduce the dense gradient itself (their staging is fsdp_staging_ops.cpp's).
   const double n = dd(x.tokens) * dd(x.h);
-  ops.push_back(mem("embedding_grad_scatter_add", OpKind::Elementwise, n * x.e + 2.0 * n * 4.0, 1));
+  const double shard = dd(x.vocab_local) * dd(x.h);
+  const bool sorted = x.tokens > 3072;
+  ops.push_back(mem("embedding_grad_dense", OpKind::Elementwise, shard * x.e + n * 48.0, sorted ? 31 : 2));
+  if (job.system.fsdp_staging == FsdpStaging::None) {
+    // 13.2 - 2 measured bytes for the add with an FP32 main grad; a 16-bit one moves 6 of its 10.
+    const double add_bytes = (13.2 - 2.0) * (x.e + 2.0 * x.main_grad_bytes) / 10.0;
+    ops.push_back(mem("embedding_main_grad_add", OpKind::Elementwise, shard * add_bytes, 2));
+  }
   return ops;
 }
 

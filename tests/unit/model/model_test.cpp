@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "megasim/model/flops.hpp"
 #include "megasim/model/layer_ops.hpp"
 #include "megasim/model/memory.hpp"
@@ -597,6 +599,7 @@ TEST(Memory, GradientsShardOnlyWhenReducedEveryMicroBatch) {
   EXPECT_DOUBLE_EQ(sharded_buffers - memory_per_gpu(j, 3, buf).buffers_bytes, 2.0 * 1000 * 4);
 }
 
+
 }  // namespace
 }  // namespace megasim
 
@@ -654,6 +657,7 @@ TEST(StageLayout, EvenAndUnevenSplitsUnchanged) {
   EXPECT_EQ(layers_in_chunk(j, 3, 1), 4);
 }
 
+
 }  // namespace
 }  // namespace megasim
 
@@ -688,6 +692,36 @@ TEST(Model, CrossEntropyImplementationSetsTheLossPasses) {
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Xentropy).second, 4.0 * logits);
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Te).first, 6.2 * logits);
   EXPECT_DOUBLE_EQ(bytes(CrossEntropyImpl::Te).second, 4.5 * logits);
+}
+
+
+// The word embedding's backward is dense (F.embedding's embedding_dense_backward): a zero-filled
+// gradient of the whole vocabulary shard with the tokens' rows summed in (sorting their ids above
+// 3,072 tokens), then Megatron's DDP hook adds it into the main grad; measured on an H100 as
+// 13.2 bytes an element of the shard and 48 a token's hidden element. FSDP reduces the dense
+// gradient itself: no main-grad add.
+TEST(LayerOps, EmbeddingBackwardIsDenseOverTheVocabularyShard) {
+  JobSpec j = gpt175b_megascale();  // TP 8, sequence 2048, micro-batch 1
+  auto find = [](const std::vector<LayerOp>& ops, const char* name) -> std::optional<LayerOp> {
+    for (const auto& o : ops)
+      if (o.name == name) return o;
+    return std::nullopt;
+  };
+  const double h = 12288.0;
+  const double v_local = static_cast<double>(padded_vocab_size(j.model, 8) / 8);
+  const auto ops = embedding_backward_ops(j);
+  const auto dense = find(ops, "embedding_grad_dense");
+  ASSERT_TRUE(dense.has_value());
+  EXPECT_DOUBLE_EQ(dense->bytes, v_local * h * 2.0 + 2048.0 * h * 48.0);
+  EXPECT_EQ(dense->kernels, 2);  // 2,048 tokens: the direct kernel
+  EXPECT_DOUBLE_EQ(find(ops, "embedding_main_grad_add")->bytes, v_local * h * 11.2);  // FP32 main grad
+  j.system.grad_reduce_in_fp32 = false;
+  EXPECT_DOUBLE_EQ(find(embedding_backward_ops(j), "embedding_main_grad_add")->bytes, v_local * h * 11.2 * 0.6);
+  j.training.seq_length = 4096;
+  EXPECT_EQ(find(embedding_backward_ops(j), "embedding_grad_dense")->kernels, 31);  // sorted above 3,072
+  j.system.fsdp_staging = FsdpStaging::Fsdp2;
+  EXPECT_FALSE(find(embedding_backward_ops(j), "embedding_main_grad_add").has_value());
+  EXPECT_TRUE(find(embedding_backward_ops(j), "embedding_grad_dense").has_value());
 }
 
 }  // namespace
