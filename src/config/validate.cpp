@@ -277,6 +277,15 @@ void check_experts(const JobSpec& job) {
   if (job.system.overlap_moe_expert_parallel_comm) {
     if (const char* why = merged_a2a_overlap_refusal(job)) throw InputError("system.overlap_moe_expert_parallel_comm", why);
   }
+  // moe_act under FP8 makes Megatron-Core keep the experts' FC2 input unquantized
+  // (experts.py set_save_original_input), which TE's GroupedLinear refuses under delayed scaling.
+  const auto& tr = job.training;
+  if (tr.precision == Precision::Fp8 && tr.fp8_recipe == Fp8Recipe::Delayed && tr.recompute == Recompute::Selective &&
+      tr.recompute_modules.moe_act) {
+    throw InputError("training.recompute_modules",
+                     "moe_act under fp8 needs a recipe other than delayed (Transformer Engine refuses "
+                     "save_original_input with DelayedScaling)");
+  }
   // Megatron-Core's own refusals (transformer_config.py __post_init__).
   const MoeDispatcher dispatcher = job.system.moe_token_dispatcher_type;
   if (job.system.moe_shared_expert_overlap && moe.shared_expert_intermediate_size > 0 &&

@@ -74,6 +74,12 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
     add_layers(c, lp, job.model.num_hidden_layers, mtp, f, b);
     f += lp.head_fwd.scaled(static_cast<int>(mtp));
     b += lp.head_bwd.scaled(static_cast<int>(mtp));
+    // Each MTP module embeds its shifted tokens with the shared embedding (Megatron-Core
+    // multi_token_prediction.py: the last stage keeps its own copy of the table under PP): one
+    // lookup and one dense backward each, the copies' gradients summed by autograd (priced as the
+    // main-grad add each).
+    f += lp.embedding_fwd.scaled(static_cast<int>(mtp));
+    b += lp.embedding_bwd.scaled(static_cast<int>(mtp));
   }
   ChunkCosts ch = pass_costs(c, f, b, ov);
   double params = 0;

@@ -15,12 +15,14 @@ namespace megasim::model_detail {
 //               over the tensor (one more read), the scale, then the cast - four kernels, per
 //               expert for a grouped linear (split_quantize fuses delayed scaling only);
 //   mxfp8, blockwise  one kernel computing its block scales inline, per expert.
-void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
-                            std::int64_t splits) {
+namespace {
+// `usages` copies written: 2 for the row-wise data and its transpose, 1 for one of them.
+void add_fp8_quantize(std::vector<LayerOp>& ops, const Dims& x, const std::string& name, double elems,
+                      std::int64_t splits, double usages) {
   if (!x.fp8) return;
   const int pieces = static_cast<int>(std::max<std::int64_t>(1, splits));
   int kernels = 1;
-  double bytes = elems * (x.e + 2.0);
+  double bytes = elems * (x.e + usages);
   switch (x.fp8_recipe) {
     case Fp8Recipe::Delayed: kernels = 1; break;
     case Fp8Recipe::Tensorwise:
@@ -30,7 +32,17 @@ void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std:
     case Fp8Recipe::Mxfp8:
     case Fp8Recipe::Blockwise: kernels = pieces; break;
   }
-  ops.push_back(mem("fp8_cast_transpose_" + of, OpKind::Elementwise, bytes, kernels));
+  ops.push_back(mem(name, OpKind::Elementwise, bytes, kernels));
+}
+}  // namespace
+
+void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
+                            std::int64_t splits) {
+  add_fp8_quantize(ops, x, "fp8_cast_transpose_" + of, elems, splits, 2.0);
+}
+// FP8 only: the same quantization writing one copy (row-wise, or only the column-wise one).
+void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems, std::int64_t splits) {
+  add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, splits, 1.0);
 }
 // FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
 LayerOp fp8_transpose(const std::string& of, double elems) {

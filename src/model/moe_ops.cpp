@@ -121,6 +121,14 @@ void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const
   mark_shared(ops, from);
 }
 
+// With moe_act recomputed under FP8, Megatron-Core makes the experts' FC2 keep its 16-bit input
+// (experts.py set_save_original_input): TE's GroupedLinear then quantizes it row-wise only in the
+// forward and quantizes the kept input again, column-wise, for the wgrad in the backward
+// (grouped_linear.py save_original_input).
+bool fc2_saves_original_input(const JobSpec& job, const Dims& x) {
+  return x.fp8 && job.training.recompute == Recompute::Selective && job.training.recompute_modules.moe_act;
+}
+
 // The dispatcher's path (token_dispatcher.py) sets its exchange and the local kernels around it:
 // the all-to-all dispatcher permutes before sending and sorts the received chunks by local expert;
 // the all-gather dispatcher gathers the expert grid's (ETP x EP) tokens, then permutes the rows its
@@ -374,7 +382,11 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   add_fp8_cast_transpose(ops, x, "expert_fc1_input", rows * h, d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1", d.fc1_width, x.h, false));
   add_moe_activation(ops, job, x);
-  add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
+  if (fc2_saves_original_input(job, x)) {
+    add_fp8_cast(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
+  } else {
+    add_fp8_cast_transpose(ops, x, "expert_fc2_input", rows * dd(d.width), d.local_experts);
+  }
   ops.push_back(expert_gemm(job, x, d, "expert_fc2", x.h, d.width, false));
   if (padded) add_fp8_row_padding(ops, x, d, "fp8_unpad_expert_output", x.h, 0.0);
   add_expert_fc2_bias_fwd(ops, x, d);
@@ -442,6 +454,9 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   // keeps only that copy (grouped_linear.py _GroupedLinear.forward: set_usage(columnwise=...),
   // update_usage(rowwise_usage=False)): the forward's cast-transpose wrote it.
   add_fp8_cast_transpose(ops, x, "expert_fc2_grad", rows * h, d.local_experts);
+  if (fc2_saves_original_input(job, x)) {
+    add_fp8_cast(ops, x, "expert_fc2_input_columnwise", rows * dd(d.width), d.local_experts);
+  }
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
   if (x.fused) {

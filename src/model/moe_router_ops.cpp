@@ -116,7 +116,7 @@ void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Di
   if (t.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32) {
     const double th = dd(tokens) * dd(x.h);
     const double eh = dd(experts) * dd(x.h);
-    ops.push_back(mem("router_fp32_casts", OpKind::Elementwise, th * (6.0 + 2.0 + 6.0) + eh * 12.0, 4));
+    ops.push_back(mem("router_fp32_casts", OpKind::Elementwise, th * (6.0 + 2.0 + 6.0) + eh * 14.0, 4));
   }
   // Reads the 16-bit gradient, reads and writes the main grad.
   ops.push_back(mem("router_main_grad_add", OpKind::Elementwise, dd(x.h) * dd(experts) * (x.e + 2.0 * x.main_grad_bytes), 1));

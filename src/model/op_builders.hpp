@@ -97,6 +97,9 @@ void add_dispatch_metadata(std::vector<LayerOp>& ops, const JobSpec& job, std::i
 // `splits` pieces when a grouped linear quantizes each local expert's rows (split_quantize).
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
                             std::int64_t splits = 1);
+// ... writing one copy only (read 2, write 1 bytes per element).
+void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
+                  std::int64_t splits = 1);
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
 // The transpose of a saved FP8 tensor for its wgrad GEMM (whatever the precision; callers check).
 LayerOp fp8_transpose(const std::string& of, double elems);

@@ -5,9 +5,10 @@ VocabParallelEmbedding.forward (megatron/core/tensor_parallel/layers.py) looks t
 F.embedding, whose backward (embedding_dense_backward) materialises a dense gradient of the whole
 vocabulary shard (zero-filled, then the tokens' rows summed in after a sort of their ids), and
 Megatron's DDP backward hook then adds that dense 16-bit gradient into the FP32 main-grad buffer
-(distributed_data_parallel.py: param.main_grad.add_(param.grad.data)). Timed here: the lookup's
-backward alone and with the main-grad add, for a vocabulary shard of V rows of width h and T
-tokens, with the kernel count; reported beside the bytes a dense model moves:
+(distributed_data_parallel.py: param.main_grad.add_(param.grad.data)). Timed here, for a vocabulary shard of V rows of width h and T tokens: the
+lookup alone (forward_time_s), the lookup with its backward (backward_time_s) and with the
+main-grad add as well (backward_and_main_grad_add_time_s; subtract the lookup for the backward's
+cost), with the kernel counts (the lookup's included in kernels_backward_and_add); reported beside the bytes a dense model moves:
   zero-fill 2 B, add 2 + 4 + 4 B per V x h element, and the rows read and written per token.
 
     python3 tools/measure/embedding_dense_grad.py --out bench/data/h100-embedding-dense-grad.json

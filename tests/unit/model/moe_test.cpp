@@ -828,5 +828,37 @@ TEST(Moe, MegatronCoreRefusesTheseDispatcherCombinations) {
   EXPECT_NO_THROW(test::parse(j));
 }
 
+// moe_act under FP8: Megatron-Core makes the experts' FC2 keep its 16-bit input
+// (set_save_original_input), so TE casts it row-wise only in the forward and again, column-wise,
+// in the backward; TE refuses that under delayed scaling.
+TEST(Moe, RecomputedExpertActivationUnderFp8KeepsFc2sInput) {
+  const LayerKind moe{true, false};
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  j["training"]["precision"] = "fp8";
+  j["training"]["fp8_recipe"] = "tensorwise";
+  auto has = [](const std::vector<LayerOp>& ops, const char* name) {
+    return std::any_of(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+  };
+  const JobSpec plain = test::parse(j);
+  EXPECT_TRUE(has(layer_forward_ops(plain, moe), "fp8_cast_transpose_expert_fc2_input"));
+  EXPECT_FALSE(has(layer_backward_ops(plain, moe), "fp8_cast_expert_fc2_input_columnwise"));
+  j["training"]["recompute"] = "selective";
+  j["training"]["recompute_modules"] = {"moe_act"};
+  const JobSpec act = test::parse(j);
+  const auto fwd = layer_forward_ops(act, moe);
+  EXPECT_FALSE(has(fwd, "fp8_cast_transpose_expert_fc2_input"));
+  const LayerOp& cast = op_named(fwd, "fp8_cast_expert_fc2_input");
+  const auto plain_fwd = layer_forward_ops(plain, moe);
+  const LayerOp& both = op_named(plain_fwd, "fp8_cast_transpose_expert_fc2_input");
+  std::int64_t rows = 0;
+  for (const std::int64_t r : op_named(fwd, "expert_fc1").expert_rows) rows += r;
+  EXPECT_DOUBLE_EQ(both.bytes - cast.bytes, static_cast<double>(rows) * 768.0);  // one copy fewer
+  const auto act_bwd = layer_backward_ops(act, moe);
+  EXPECT_DOUBLE_EQ(op_named(act_bwd, "fp8_cast_expert_fc2_input_columnwise").bytes, cast.bytes);
+  j["training"]["fp8_recipe"] = "delayed";
+  EXPECT_INPUT_ERROR(test::parse(j), "training.recompute_modules", "delayed");
+}
+
 }  // namespace
 }  // namespace megasim
