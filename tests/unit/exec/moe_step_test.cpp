@@ -435,5 +435,34 @@ TEST(MoeStep, HostLaunchFactorOutsideItsRangeIsAnInputError) {
   EXPECT_NO_THROW(qwen3_30b({"system.host_launch_factor_moe_forward=2.5"}));
 }
 
+// Each multi-token-prediction module embeds its shifted tokens with the shared table on the last
+// stage (Megatron-Core multi_token_prediction.py): its lookup and dense backward join that
+// stage's last chunk once per module.
+TEST(MoeStep, EachMtpModuleRunsTheEmbeddingOnTheLastStage) {
+  const JobSpec job = load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/bench/deepseek-v3-1024-h100.json", {},
+                               catalog());
+  ASSERT_GT(job.model.num_nextn_predict_layers, 0);
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  const TpOverlapConfig ov;
+  LayerPasses lp = time_layer_passes(c);
+  ASSERT_GT(lp.embedding_bwd.compute_s, 0.0);
+  const auto with = stage_chunk_costs(c, lp, ov);
+  const double mtp = static_cast<double>(job.model.num_nextn_predict_layers);
+  const PassTimes embedding_bwd = lp.embedding_bwd;
+  const PassTimes embedding_fwd = lp.embedding_fwd;
+  lp.embedding_bwd = PassTimes{};
+  lp.embedding_fwd = PassTimes{};
+  const auto without = stage_chunk_costs(c, lp, ov);
+  const ChunkCosts& last_with = with.back().back();
+  const ChunkCosts& last_without = without.back().back();
+  EXPECT_NEAR(last_with.bwd_compute_s - last_without.bwd_compute_s, mtp * embedding_bwd.compute_s,
+              1e-3 * last_with.bwd_compute_s);
+  EXPECT_NEAR(last_with.fwd_compute_s - last_without.fwd_compute_s, mtp * embedding_fwd.compute_s,
+              1e-3 * last_with.fwd_compute_s);
+  // A middle stage holds neither the embedding nor an MTP module.
+  EXPECT_DOUBLE_EQ(with[1].front().bwd_compute_s, without[1].front().bwd_compute_s);
+}
+
 }  // namespace
 }  // namespace megasim
