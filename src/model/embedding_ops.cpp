@@ -88,13 +88,16 @@ std::vector<LayerOp> embedding_backward_ops(const JobSpec& job) {
   // writes) and 29.3 a token's hidden element (the row sums), every shape within 4%; 31 kernels
   // above 3,072 tokens and 2 at or below, then the add's 1. FSDP presets reduce the dense gradient
   // itself (their staging is fsdp_staging_ops.cpp's, for the layers' weights only).
+  constexpr double kShardBytes = 13.5;      // measured, a shard element: the zero fill and the FP32 add
+  constexpr double kTokenRowBytes = 29.3;   // measured, a token's hidden element: the row sums
   const double n = dd(x.tokens) * dd(x.h);
   const double shard = dd(x.vocab_local) * dd(x.h);
   const bool sorted = x.tokens > 3072;
-  ops.push_back(mem("embedding_grad_dense", OpKind::Elementwise, shard * x.e + n * 29.3, sorted ? 31 : 2));
+  ops.push_back(mem("embedding_grad_dense", OpKind::Elementwise, shard * x.e + n * kTokenRowBytes, sorted ? 31 : 2));
   if (job.system.fsdp_staging == FsdpStaging::None) {
-    // 13.5 - 2 measured bytes for the add with an FP32 main grad; a 16-bit one moves 6 of its 10.
-    const double add_bytes = (13.5 - 2.0) * (x.e + 2.0 * x.main_grad_bytes) / 10.0;
+    // The shard's measured bytes less the measured run's 16-bit zero fill (2), for the add with an
+    // FP32 main grad (10 by the code: read 2 + 4, write 4); a 16-bit main grad moves 6 of those 10.
+    const double add_bytes = (kShardBytes - 2.0) * (x.e + 2.0 * x.main_grad_bytes) / 10.0;
     ops.push_back(mem("embedding_main_grad_add", OpKind::Elementwise, shard * add_bytes, 1));
   }
   // Not priced: a learned position table (GPT-3 style) is looked up the same way, so its backward

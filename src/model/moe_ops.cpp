@@ -18,7 +18,8 @@ struct MoeDims {
   double copies;             // routed copies it sends: tokens x top-k
   double received;           // copies the most-loaded rank receives (before the expert-TP gather)
   // Rows that reach it under the flex dispatcher, which sends a token once per EP rank it
-  // needs, not once per expert (DeepEP's is_token_in_rank; HybridEP likewise).
+  // needs, not once per expert (DeepEP's is_token_in_rank; HybridEP likewise), to every ETP
+  // rank of the expert.
   double received_tokens;
   std::vector<std::int64_t> rows;  // rows of each local expert's GEMMs on that rank
   std::int64_t rows_total;
@@ -42,7 +43,9 @@ MoeDims moe_dims(const JobSpec& job, const Dims& x) {
   d.shared = m.shared_expert_intermediate_size > 0;
   const ExpertLoad load = expert_load(job);
   d.received = d.copies * load.max_to_mean_rank_load;
-  d.received_tokens = d.received * distinct_targets_per_token(m, static_cast<int>(d.ep)) / dd(m.experts_per_token);
+  d.received_tokens =
+      d.received * distinct_targets_per_token(m, static_cast<int>(d.ep)) / dd(m.experts_per_token) * dd(d.etp);
+
   d.rows_total = 0;
   for (const double l : load.hottest_rank_expert_load) {
     const auto r = static_cast<std::int64_t>(std::llround(l * load.mean_tokens_per_expert * static_cast<double>(d.etp)));
@@ -150,8 +153,7 @@ bool is_flex(Dispatch p) { return p == Dispatch::DeepEp || p == Dispatch::Hybrid
 // otherwise (moe_utils.py .type_as(logits)): training.moe_router_dtype. DeepEP and HybridEP take
 // FP32 probabilities only and cast them (_DeepepManager / _HybridEPManager.dispatch).
 bool fp32_probs(const JobSpec& job) {
-  return is_flex(dispatch_path(job)) ||
-         job.training.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32;
+  return is_flex(dispatch_path(job)) || router_in_fp32(job);
 }
 double prob_bytes(const JobSpec& job, const Dims& x) { return fp32_probs(job) ? 4.0 : x.e; }
 
@@ -313,18 +315,27 @@ UnfusedActivation unfused_activation(bool gated, bool fp32) {
   return fp32 ? UnfusedActivation{22.3, 46.4, 3, 6} : UnfusedActivation{11.7, 21.5, 2, 4};
 }
 
+// The experts' activation kernel(s), forward or backward: fused, one pass over the FC1 output and
+// the activation output (backward: the gradient in, both halves' gradients out); unfused, the
+// measured eager chain.
+LayerOp expert_activation(const JobSpec& job, const Dims& x, const MoeDims& d, bool backward) {
+  const std::string name = std::string(x.gated ? "expert_swiglu" : "expert_gelu") + (backward ? "_bwd" : "");
+  const double rows = dd(d.rows_total);
+  if (x.fused) {
+    const double elems = backward ? dd(2 * d.fc1_width + d.width) : dd(d.fc1_width + d.width);
+    return mem(name, OpKind::Elementwise, rows * elems * x.e, 1);
+  }
+  const UnfusedActivation u = unfused_activation(x.gated, fp32_probs(job));
+  return mem(name, OpKind::Elementwise, rows * dd(d.width) * (backward ? u.backward_bytes : u.forward_bytes),
+             backward ? u.backward_kernels : u.forward_kernels);
+}
+
 }  // namespace
 
 void add_moe_activation(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MoeDims d = moe_dims(job, x);
   add_activation_clamp_fwd(ops, job, x, d);
-  const char* name = x.gated ? "expert_swiglu" : "expert_gelu";
-  if (x.fused) {
-    ops.push_back(mem(name, OpKind::Elementwise, dd(d.rows_total) * dd(d.fc1_width + d.width) * x.e, 1));
-  } else {
-    const UnfusedActivation u = unfused_activation(x.gated, fp32_probs(job));
-    ops.push_back(mem(name, OpKind::Elementwise, dd(d.rows_total) * dd(d.width) * u.forward_bytes, u.forward_kernels));
-  }
+  ops.push_back(expert_activation(job, x, d, false));
   ops.back().expert_side = true;
 }
 
@@ -369,7 +380,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
     ops.push_back(mem("permute", OpKind::Elementwise,
                       (std::min(g, rows) + rows) * h * x.e + 8.0 * dd(d.local_experts) * g, 4));
   } else if (path == Dispatch::DeepEp) {
-    const double in = d.received_tokens * dd(d.etp);
+    const double in = d.received_tokens;
     ops.push_back(mem("permute", OpKind::Elementwise, (in + rows) * h * x.e + 8.0 * dd(d.local_experts) * in, 5));
   }
   // Sort by local expert (the all-to-all's output comes grouped by source rank): TE's
@@ -395,7 +406,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   // token (TE's fused unpermute, 1). All-gather: back into every gathered token's row (1), then
   // cast to the probabilities' dtype for the reduce-scatter (token_combine's .to, 1 under FP32).
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + d.received_tokens * dd(d.etp)) * h * x.e, 1));
+    ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
   } else if (path == Dispatch::AllGather) {
     const double g = gathered_tokens(d);
     ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + g) * h * x.e, 1));
@@ -409,7 +420,6 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   // After the combine. All-to-all: TE's fused unpermute merges the weighted copies back to token
   // order (1) and the shared experts' output is added (1). All-gather: the reduce-scattered sum
   // cast back (1 under FP32). Every path adds the shared experts' output (MoELayer.combine).
-  const double token_bytes = dd(d.tokens) * h * x.e;
   if (path == Dispatch::AllToAll) {
     ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
     return;
@@ -417,7 +427,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   if (path == Dispatch::AllGather && pb != x.e) {
     ops.push_back(mem("combine_cast_back", OpKind::Elementwise, dd(d.tokens) * h * (pb + x.e), 1));
   }
-  if (d.shared) ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * token_bytes, 1));
+  if (d.shared) ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * dd(d.tokens) * h * x.e, 1));
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -439,7 +449,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   }
   // The mirror of the unpermute before the combine: a permute of the gradients into the copies.
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.received_tokens * dd(d.etp) + rows) * h * x.e, 1));
+    ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.received_tokens + rows) * h * x.e, 1));
   } else if (path == Dispatch::AllGather) {
     if (pb != x.e) ops.push_back(mem("combine_cast_bwd", OpKind::Elementwise, g * h * (pb + x.e), 1));
     ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (std::min(g, rows) + rows) * h * x.e, 1));
@@ -459,14 +469,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   }
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_dgrad", d.width, x.h, false));
   ops.push_back(expert_gemm(job, x, d, "expert_fc2_wgrad", x.h, d.width, true));
-  if (x.fused) {
-    ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
-                      rows * dd(2 * d.fc1_width + d.width) * x.e, 1));
-  } else {
-    const UnfusedActivation u = unfused_activation(x.gated, fp32_probs(job));
-    ops.push_back(mem(x.gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", OpKind::Elementwise,
-                      rows * dd(d.width) * u.backward_bytes, u.backward_kernels));
-  }
+  ops.push_back(expert_activation(job, x, d, true));
   add_activation_clamp_bwd(ops, job, x, d);
   add_fp8_cast_transpose(ops, x, "expert_fc1_grad", rows * dd(d.fc1_width), d.local_experts);
   ops.push_back(expert_gemm(job, x, d, "expert_fc1_dgrad", x.h, d.fc1_width, false));
@@ -476,7 +479,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   // The mirror of the permute on arrival: the copies' gradients merged back per received token
   // (DeepEP) or scattered into every gathered token's row (all-gather).
   if (path == Dispatch::DeepEp) {
-    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + d.received_tokens * dd(d.etp)) * h * x.e, 1));
+    ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + d.received_tokens) * h * x.e, 1));
   } else if (path == Dispatch::AllGather) {
     ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + g) * h * x.e, 1));
   }

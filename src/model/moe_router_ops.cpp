@@ -50,6 +50,10 @@ int aux_loss_forward_launches(MoeLoadBalancing type) {
 
 }  // namespace
 
+bool router_in_fp32(const JobSpec& job) {
+  return job.training.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32;
+}
+
 // Router forward (router.py TopKRouter.forward and routing): the gating GEMM; under forced balance
 // RandomSTE's logits.clone().normal_() (2); TE's fused top-k with the score function, writing the
 // probabilities and the routing map (1); with a capacity factor apply_router_token_dropping:
@@ -113,7 +117,7 @@ void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Di
   // copies: the input cast up (read 2, write 4 bytes an element), the weight cast up, the FP32
   // input gradient (2 more bytes written) cast back down (read 4, write 2), the weight gradient
   // cast back: four casts.
-  if (t.moe_router_dtype.value_or(MoeRouterDtype::Fp32) == MoeRouterDtype::Fp32) {
+  if (router_in_fp32(job)) {
     const double th = dd(tokens) * dd(x.h);
     const double eh = dd(experts) * dd(x.h);
     ops.push_back(mem("router_fp32_casts", OpKind::Elementwise, th * (6.0 + 2.0 + 6.0) + eh * 14.0, 4));

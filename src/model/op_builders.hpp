@@ -91,6 +91,9 @@ void add_qkv_grad_concat(std::vector<LayerOp>& ops, const JobSpec& job, const Di
 // rank's tokens entering the MoE block.
 void add_router_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens,
                         bool grad_enabled);
+// The router computes its logits, scores and probabilities in FP32 (training.moe_router_dtype
+// fp32, the default), or in the input's 16 bits ("input").
+bool router_in_fp32(const JobSpec& job);
 void add_router_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x, std::int64_t tokens);
 void add_dispatch_metadata(std::vector<LayerOp>& ops, const JobSpec& job, std::int64_t tokens, bool across_ranks);
 // FP8 only: TE's quantization of a 16-bit tensor of `elems` elements (with its transpose), in
