@@ -191,8 +191,6 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   const double expert_shard = dd(expert_data_parallel_size(job));
 
   MemoryBreakdown r;
-  // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
-  r.weights_bytes = params * 2.0 / (zero >= 3 ? shard : 1.0) + experts * 2.0 / (zero >= 3 ? expert_shard : 1.0);
   const double grad_b = job.system.grad_reduce_in_fp32 ? 4.0 : 2.0;
   // Gradients are resident until they are reduced. Reduced once per step, after each chunk's
   // last backward (MegaScale's ZeRO-2, section 3.2; Megatron's distributed optimizer; FSDP
@@ -201,9 +199,22 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   const bool grads_sharded = gradients_sharded(job);
   r.gradients_bytes =
       params * grad_b / (grads_sharded ? shard : 1.0) + experts * grad_b / (grads_sharded ? expert_shard : 1.0);
-  // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
-  r.optimizer_states_bytes =
-      params * 12.0 / (zero >= 1 ? shard : 1.0) + experts * 12.0 / (zero >= 1 ? expert_shard : 1.0);
+  if (job.system.fsdp_staging != FsdpStaging::None) {
+    // PyTorch FSDP keeps no 16-bit copy: the sharded FP32 parameter is the optimizer's master
+    // weight (4 B), cast to BF16 as it is gathered (those copies are the buffers below); Adam's
+    // two moments (8 B) sit beside it on the same shard.
+    const double sh = zero >= 1 ? shard : 1.0;
+    const double esh = zero >= 1 ? expert_shard : 1.0;
+    r.weights_bytes = params * 4.0 / sh + experts * 4.0 / esh;
+    r.optimizer_states_bytes = params * 8.0 / sh + experts * 8.0 / esh;
+  } else {
+    // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).
+    r.weights_bytes =
+        params * 2.0 / (zero >= 3 ? shard : 1.0) + experts * 2.0 / (zero >= 3 ? expert_shard : 1.0);
+    // Adam and LAMB: fp32 master weights + first and second moments = 12 B/param.
+    r.optimizer_states_bytes =
+        params * 12.0 / (zero >= 1 ? shard : 1.0) + experts * 12.0 / (zero >= 1 ? expert_shard : 1.0);
+  }
 
   // Activations: layers in flight, plus the extra first/last-stage tensors.
   double act = stage_layer_activation_bytes(job, stage) * activation_layer_units_in_flight(job, stage);

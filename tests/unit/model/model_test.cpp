@@ -556,6 +556,23 @@ TEST(Memory, ZeroSharding) {
   EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).activations_bytes, memory_per_gpu(j, 3, BufferSizes{}).activations_bytes);
 }
 
+// PyTorch FSDP's sharded parameter is the FP32 master weight itself: 4 + 8 B of states a
+// parameter on the shard, and no 16-bit copy (Megatron's distributed optimizer keeps one, 2 B).
+TEST(Memory, FsdpKeepsNoSixteenBitCopy) {
+  JobSpec j = gpt175b_megascale();
+  const double params = parameters_per_gpu(j, 3);
+  j.parallel.zero_stage = 3;
+  const MemoryBreakdown megatron = memory_per_gpu(j, 3, BufferSizes{});
+  j.system.fsdp_staging = FsdpStaging::Fsdp1;
+  const MemoryBreakdown fsdp = memory_per_gpu(j, 3, BufferSizes{});
+  EXPECT_DOUBLE_EQ(fsdp.weights_bytes, 4 * params / 4);
+  EXPECT_DOUBLE_EQ(fsdp.optimizer_states_bytes, 8 * params / 4);
+  EXPECT_DOUBLE_EQ(fsdp.gradients_bytes, megatron.gradients_bytes);
+  EXPECT_DOUBLE_EQ(megatron.weights_bytes + megatron.optimizer_states_bytes -
+                       (fsdp.weights_bytes + fsdp.optimizer_states_bytes),
+                   2 * params / 4);
+}
+
 // Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with
 // sequence parallelism, the whole (all-gathered) tensor without it.
 TEST(Memory, PipelineBuffersFollowTheBoundaryTensor) {
