@@ -1,5 +1,5 @@
-// Transformer Engine's FP8 casts of a layer's tensors, by recipe (training.fp8_recipe); which
-// tensors a layer casts is layer_ops.cpp's.
+// Transformer Engine's FP8 casts of a layer's tensors, by recipe (training.fp8_recipe) and by the
+// GPU's FP8 GEMM layouts; which tensors a layer casts is layer_ops.cpp's.
 #include <algorithm>
 
 #include "op_builders.hpp"
@@ -15,14 +15,20 @@ namespace megasim::model_detail {
 //               over the tensor (one more read), the scale, then the cast - four kernels, per
 //               expert for a grouped linear (split_quantize fuses delayed scaling only);
 //   mxfp8, blockwise  one kernel computing its block scales inline, per expert.
+// On a GPU whose FP8 GEMMs take non-TN layouts (Blackwell) a per-tensor-scaled cast writes one
+// copy for both usages (quantizer.cpp: with_transpose = columnwise && !non_tn); block-scaled
+// recipes still write a row-wise and a column-wise quantization, without a transpose.
 namespace {
+bool one_copy_serves_both(const Dims& x) {
+  return x.fp8_non_tn && (x.fp8_recipe == Fp8Recipe::Delayed || x.fp8_recipe == Fp8Recipe::Tensorwise);
+}
 // `usages` copies written: 2 for the row-wise data and its transpose, 1 for one of them.
 void add_fp8_quantize(std::vector<LayerOp>& ops, const Dims& x, const std::string& name, double elems,
                       std::int64_t splits, double usages) {
   if (!x.fp8) return;
   const int pieces = static_cast<int>(std::max<std::int64_t>(1, splits));
   int kernels = 1;
-  double bytes = elems * (x.e + usages);
+  double bytes = elems * (x.e + (one_copy_serves_both(x) ? 1.0 : usages));
   switch (x.fp8_recipe) {
     case Fp8Recipe::Delayed: kernels = 1; break;
     case Fp8Recipe::Tensorwise:
@@ -38,18 +44,77 @@ void add_fp8_quantize(std::vector<LayerOp>& ops, const Dims& x, const std::strin
 
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
                             std::int64_t splits) {
-  add_fp8_quantize(ops, x, "fp8_cast_transpose_" + of, elems, splits, 2.0);
+  add_fp8_quantize(ops, x, (one_copy_serves_both(x) ? "fp8_cast_" : "fp8_cast_transpose_") + of, elems, splits,
+                   2.0);
 }
 // FP8 only: the same quantization writing one copy (row-wise, or only the column-wise one).
 void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems, std::int64_t splits) {
   add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, splits, 1.0);
 }
-// FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1).
+// FP8 only: the transpose of a saved FP8 tensor for its wgrad GEMM (read 1, write 1). A
+// block-scaled recipe's column-wise copy is written by its cast, so it has none either way on a
+// non-TN GPU; on Hopper TE transposes the gathered copy (distributed.py gather_along_first_dim).
 LayerOp fp8_transpose(const std::string& of, double elems) {
   return mem("fp8_transpose_" + of, OpKind::Elementwise, 2.0 * elems, 1);
 }
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
-  if (x.fp8) ops.push_back(fp8_transpose(of, elems));
+  if (x.fp8 && !x.fp8_non_tn) ops.push_back(fp8_transpose(of, elems));
+}
+
+// A LayerNormLinear's norm output (TE v2.9 module/layernorm_linear.py, csrc normalization.cpp):
+// under delayed scaling the norm kernel writes FP8 itself. Under current scaling the norm writes
+// 16 bits and the amax, then the scale and the cast run (quantizer.cpp quantize_with_amax: read
+// 2, write 1, three launches with the amax reset); the backward transposes the gathered copy.
+// Block-scaled recipes quantize the 16-bit output in one kernel writing both copies.
+void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
+  if (!x.fp8) return;
+  switch (x.fp8_recipe) {
+    case Fp8Recipe::Delayed: return;
+    case Fp8Recipe::Tensorwise:
+      ops.push_back(mem("fp8_cast_" + of, OpKind::Elementwise, elems * (x.e + 1.0), 3));
+      return;
+    case Fp8Recipe::Mxfp8:
+    case Fp8Recipe::Blockwise:
+      ops.push_back(mem("fp8_cast_" + of, OpKind::Elementwise, elems * (x.e + 2.0), 1));
+      return;
+  }
+}
+
+// A shard quantized before its SP all-gather: a row-parallel linear's output gradient (TE base.py
+// grad_output_preprocess) or a plain column-parallel linear's input (linear.py forward). Float8
+// recipes quantize it row-wise only, since their all-gather cannot carry the column-wise copy,
+// and transpose the gathered tensor for the wgrad; block-scaled recipes quantize both usages and
+// gather both (quantized_tensor.py supports_only_rowwise_all_gather).
+bool block_scaled(const Dims& x) { return x.fp8_recipe == Fp8Recipe::Blockwise || x.fp8_recipe == Fp8Recipe::Mxfp8; }
+void add_fp8_gather_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
+  if (block_scaled(x)) {
+    add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, 1, 2.0);
+  } else {
+    add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, 1, 1.0);
+  }
+}
+double fp8_gather_bytes(const Dims& x) { return block_scaled(x) ? 2.0 : 1.0; }
+
+// Megatron-Core's attention sets save_original_input on linear_proj for every recipe but delayed
+// (transformer/attention.py, multi_latent_attention.py: TE >= 2.6). The forward then quantizes
+// the input row-wise only (linear.py: columnwise = backward_needs_input and not
+// save_original_input); the backward quantizes the kept 16-bit input again for the wgrad,
+// column-wise only where the recipe allows it and row- and column-wise for Float8 current
+// scaling (linear.py backward: supports_only_rowwise_all_gather).
+void add_proj_input_cast_fwd(std::vector<LayerOp>& ops, const Dims& x, double elems) {
+  if (x.fp8_recipe == Fp8Recipe::Delayed) {
+    add_fp8_cast_transpose(ops, x, "attn_proj_input", elems);
+  } else {
+    add_fp8_cast(ops, x, "attn_proj_input", elems);
+  }
+}
+void add_proj_input_cast_bwd(std::vector<LayerOp>& ops, const Dims& x, double elems) {
+  if (x.fp8_recipe == Fp8Recipe::Delayed) return;
+  if (x.fp8_recipe == Fp8Recipe::Tensorwise) {
+    add_fp8_cast_transpose(ops, x, "attn_proj_input_columnwise", elems);
+  } else {
+    add_fp8_cast(ops, x, "attn_proj_input_columnwise", elems);
+  }
 }
 
 }  // namespace megasim::model_detail

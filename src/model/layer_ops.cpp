@@ -8,22 +8,29 @@
 //   without a bias the unfused bias-add is absent; with hidden_dropout 0 torch skips the
 //   dropout: bias (if any) and the residual add remain, and the backward is the identity.
 //
-// FP8 training (training.precision = fp8) follows Transformer Engine's linears: every GEMM of
-// a layer runs with E4M3/E5M2 operands (fprop, dgrad and wgrad), and Hopper's FP8 GEMM takes
-// both operands K-major, so each FP8 operand is needed as written and transposed:
-//   * a LayerNorm feeding a column-parallel linear writes FP8 itself (fused cast), and with
-//     SP the all-gather of that output moves 1 byte per element;
-//   * the row-parallel projection's input is cast and transposed in one kernel in the forward
-//     (read 2, write 1 + 1 bytes per element); so is every linear's output gradient in the
-//     backward, except that the GeLU backward writes its FP8 copies itself (fused dgelu), and
-//     that with SP a row-parallel linear's gradient shard is cast before its all-gather (which
-//     then moves 1 byte per element) and the gathered FP8 gradient transposed for the wgrad;
-//   * the other saved FP8 inputs (the LayerNorm output, the activation output) are transposed
-//     for the wgrad GEMM in the backward (read 1, write 1).
-// The casts' kernels and bytes follow training.fp8_recipe (fp8_casts.cpp: current scaling's amax
-// passes; the amax all-reduce over the TP group under current scaling: add_ag). Not modelled: the
-// delayed recipe's amax-history bookkeeping, weight casts (once per step with FP8 parameters),
-// and the 1-byte savings of the fused casts over 16-bit outputs.
+// FP8 training (training.precision = fp8) follows Transformer Engine v2.9's linears as
+// Megatron-Core 0d8e0714 builds them (TELayerNormColumnParallelLinear, TERowParallelLinear, the
+// activation in between outside TE): every GEMM of a layer runs with E4M3/E5M2 operands (fprop,
+// dgrad and wgrad), and Hopper's FP8 GEMM takes both operands K-major, so each FP8 operand is
+// needed as written and transposed:
+//   * a LayerNorm feeding a column-parallel linear writes FP8 itself under delayed scaling; under
+//     current scaling it writes 16 bits and its amax and a cast follows, block-scaled recipes
+//     quantize its output in one kernel; with SP the all-gather moves 1 byte per element and
+//     the backward transposes the gathered copy for the wgrad;
+//   * the row-parallel linears' inputs are quantized in the forward: FC2's cast and transposed
+//     in one kernel (read 2, write 1 + 1 bytes per element); the attention projection's too
+//     under delayed scaling, but under any other recipe Megatron-Core has it keep its 16-bit
+//     input (set_save_original_input), so the forward writes the row-wise copy only and the
+//     backward quantizes the kept input again for the wgrad;
+//   * every linear's output gradient is cast and transposed in the backward, except that with SP
+//     a row-parallel linear's gradient shard is cast before its all-gather (which then moves 1
+//     byte per element) and the gathered FP8 gradient transposed for the wgrad.
+// On a GPU with non-TN FP8 GEMMs (Blackwell) no transpose runs and a per-tensor cast writes one
+// copy (fp8_casts.cpp). The casts' kernels and bytes follow training.fp8_recipe (fp8_casts.cpp:
+// current scaling's amax passes; the amax all-reduce over the TP group under current scaling:
+// add_ag). Not modelled: the delayed recipe's amax-history bookkeeping, the weights' casts (once
+// a step, from the first micro-batch: about 4 B a parameter), and the 1-byte savings of the fused
+// casts over 16-bit outputs.
 #include "megasim/model/layer_ops.hpp"
 
 #include <algorithm>
@@ -131,6 +138,9 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
   x.fp8 = job.training.precision == Precision::Fp8;
   x.fp8_recipe = job.training.fp8_recipe;
   x.fp8_forward_rs = x.fp8 && job.system.tp_overlap && job.system.tp_fp8_forward_reduce_scatter;
+  // TE v2.9 utils.py is_non_tn_fp8_gemm_supported: compute capability 10.x, 11.x or 13+.
+  const int sm = job.cluster.gpu.architecture_sm;
+  x.fp8_non_tn = x.fp8 && ((sm >= 100 && sm < 120) || sm >= 130);
   return x;
 }
 
@@ -322,6 +332,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   if (x.ptb) {
     // y = x + Attn(LN(x)) + MLP(LN(x)): one norm, one AG, one RS (MegaScale §3.1, Fig. 3a).
     ops.push_back(norm_fwd(x, "input_norm"));
+    add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
     add_ag(ops, x, "tp_all_gather", true, norm_out_bytes(x));
     add_qkv_fwd(ops, job, x);
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
@@ -332,7 +343,8 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
     add_value_contiguous_copy(ops, job, x);
     ops.push_back(attention(job, x, false));
     ops.push_back(act_fwd(x));
-    add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
+    add_fp8_cast_transpose(ops, x, "fc2_input", dd(T) * dd(x.f_local));
+    add_proj_input_cast_fwd(ops, x, dd(T) * dd(x.o_local));
     ops.push_back(linear(x, "attn_proj", T, x.h, x.o_local, x.attn_overlap));
     ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));  // accumulates onto attn_proj (beta=1)
     add_rs_or_ar(ops, x, "tp_reduce_scatter", true, forward_rs_bytes(x, true));
@@ -340,6 +352,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
     return ops;
   }
   ops.push_back(norm_fwd(x, "input_norm"));
+  add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   add_qkv_fwd(ops, job, x);
   add_query_reshape_copy(ops, job, x);
@@ -348,7 +361,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   add_cp(ops, x, "cp_kv_exchange");
   add_value_contiguous_copy(ops, job, x);
   ops.push_back(attention(job, x, false));
-  add_fp8_cast_transpose(ops, x, "attn_proj_input", dd(T) * dd(x.o_local));
+  add_proj_input_cast_fwd(ops, x, dd(T) * dd(x.o_local));
   ops.push_back(linear(x, "attn_proj", T, x.h, x.o_local, x.attn_overlap));
   add_rs_or_ar(ops, x, "tp_reduce_scatter_attn", x.attn_overlap, forward_rs_bytes(x, x.attn_overlap));
   ops.push_back(bda_fwd(x, "bias_dropout_add_attn"));
@@ -356,9 +369,11 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   if (kind.moe) {
     add_moe_forward(ops, job, x, recompute || !moe_block_checkpointed(job));
   } else {
+    add_fp8_norm_output_cast(ops, x, "post_attn_norm_output", resid_elems(x));
     add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
     ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
     ops.push_back(act_fwd(x));
+    add_fp8_cast_transpose(ops, x, "fc2_input", dd(T) * dd(x.f_local));
     ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));
     add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
   }
@@ -406,11 +421,8 @@ bool fp8_gathered_grad(const Dims& x) { return x.fp8 && x.sp; }
 // reduce-scatter), preceded under fp8 by the cast of the local shard.
 void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap) {
   if (!x.sp) return;
-  if (fp8_gathered_grad(x)) {
-    ops.push_back(mem("fp8_cast_" + of + "_grad_shard", OpKind::Elementwise,
-                      dd(x.tokens) / dd(x.t) * dd(x.h) * (x.e + 1.0), 1));
-  }
-  add_ag(ops, x, name, overlap, fp8_gathered_grad(x) ? 1.0 : x.e);
+  if (fp8_gathered_grad(x)) add_fp8_gather_cast(ops, x, of + "_grad_shard", dd(x.tokens) / dd(x.t) * dd(x.h));
+  add_ag(ops, x, name, overlap, fp8_gathered_grad(x) ? fp8_gather_bytes(x) : x.e);
 }
 
 // A row-parallel linear's backward (n = h output features): with a gathered FP8 gradient the
@@ -421,8 +433,8 @@ void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* na
     return;
   }
   add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
-  // The transpose runs between the dgrad and the wgrad GEMM, which reads it.
-  ops.insert(ops.end() - 1, fp8_transpose(std::string(name) + "_grad", dd(x.tokens) * dd(x.h)));
+  // The transpose runs between the dgrad and the wgrad GEMM, which reads it (none on a non-TN GPU).
+  if (!x.fp8_non_tn) ops.insert(ops.end() - 1, fp8_transpose(std::string(name) + "_grad", dd(x.tokens) * dd(x.h)));
 }
 
 // Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
@@ -458,14 +470,16 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   std::vector<LayerOp> ops;
   ops.reserve(28);
   const bool ffn = true;
-  // The GeLU backward writes its gradient's FP8 copies itself; the SwiGLU one does not.
-  const bool act_grad_fused = !x.gated;
+  // Megatron-Core's MLP runs its activation outside TE (bias_gelu / bias_swiglu between two TE
+  // linears, gpt_layer_specs.py), so FC1's output gradient arrives in 16 bits and TE casts it;
+  // only TE's LayerNormMLP writes the FP8 copies from its dgelu.
+  const bool act_grad_fused = false;
   const double norm_out = dd(x.tokens) * dd(x.h);
   if (x.ptb) {
     add_bda_bwd(ops, x, "bias_dropout_add_bwd");
     add_grad_ag(ops, x, "tp_all_gather_grad", "output", ffn);  // backward of the forward RS
-    add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
     add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
+    add_proj_input_cast_bwd(ops, x, dd(x.tokens) * dd(x.o_local));
     add_row_linear_bwd(ops, x, "attn_proj", x.o_local, x.attn_overlap);
     ops.push_back(act_bwd(x));
     ops.push_back(attention(job, x, true));
@@ -485,7 +499,6 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     add_moe_backward(ops, job, x);
   } else {
     add_grad_ag(ops, x, "tp_all_gather_grad_mlp", "fc2", ffn);
-    add_fp8_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
     add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
     ops.push_back(act_bwd(x));
     add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
@@ -495,6 +508,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_grad_ag(ops, x, "tp_all_gather_grad_attn", "attn_proj", x.attn_overlap);
+  add_proj_input_cast_bwd(ops, x, dd(x.tokens) * dd(x.o_local));
   add_row_linear_bwd(ops, x, "attn_proj", x.o_local, x.attn_overlap);
   ops.push_back(attention(job, x, true));
   add_cp(ops, x, "cp_kv_grad_exchange");

@@ -76,9 +76,10 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   const double replicated = 2.0 * sbh * norms + gemm_inputs + masks;
   // Q, K, V and context (16-bit); MLA's up-projected Q, K, V are not kept under mla_up_proj.
   double sharded = rec.mla_up_proj && is_mla(m) ? s * b * 2.0 * q : s * b * (4.0 * q + 4.0 * g * hd);
-  // Under FP8 the attention projection keeps its FP8 copy of the context beside the attention's
-  // own 16-bit output.
-  if (gemm_input_bytes < 2.0) sharded += s * b * gemm_input_bytes * q;
+  // Under FP8 with delayed scaling the attention projection keeps its FP8 copy of the context
+  // beside the attention's own 16-bit output; under any other recipe Megatron-Core has it keep
+  // the 16-bit input it shares with the attention (set_save_original_input, attention.py).
+  if (gemm_input_bytes < 2.0 && job.training.fp8_recipe == Fp8Recipe::Delayed) sharded += s * b * gemm_input_bytes * q;
   // QK norm keeps its inputs, the projected Q and K before normalisation (TE's RMSNorm saves its
   // input for the backward; its per-row inverse RMS is negligible).
   if (has_qk_norm(m)) sharded += s * b * 2.0 * (q + g * hd);

@@ -104,9 +104,18 @@ void mark_shared(std::vector<LayerOp>& ops, std::size_t from) {
 void add_shared_experts_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const std::size_t from = ops.size();
   const Dims s = shared_expert_dims(job, x);
-  add_ag(ops, s, "tp_all_gather_shared_experts", true, norm_out_bytes(s));
+  // The shared experts' FC1 is a plain TE linear behind the MoE layer's own norm: it quantizes
+  // its 16-bit input itself, the SP shard before the gather (transposed again in the backward)
+  // or, without SP, row- and column-wise at once.
+  if (s.sp) {
+    add_fp8_gather_cast(ops, s, "shared_fc1_input", resid_elems(s));
+    add_ag(ops, s, "tp_all_gather_shared_experts", true, s.fp8 ? fp8_gather_bytes(s) : s.e);
+  } else {
+    add_fp8_cast_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
+  }
   ops.push_back(linear(s, "shared_fc1", s.tokens, s.fc1_local, s.h, true));
   ops.push_back(act_fwd(s));
+  add_fp8_cast_transpose(ops, s, "shared_fc2_input", dd(s.tokens) * dd(s.f_local));
   ops.push_back(linear(s, "shared_fc2", s.tokens, s.h, s.f_local, true));
   add_rs_or_ar(ops, s, "tp_reduce_scatter_shared_experts", true, forward_rs_bytes(s, true));
   mark_shared(ops, from);
@@ -116,11 +125,12 @@ void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const
   const std::size_t from = ops.size();
   const Dims s = shared_expert_dims(job, x);
   add_grad_ag(ops, s, "tp_all_gather_grad_shared_experts", "shared_fc2", true);
-  add_fp8_transpose(ops, s, "shared_fc2_input", dd(s.tokens) * dd(s.f_local));
   add_row_linear_bwd(ops, s, "shared_fc2", s.f_local, true);
   ops.push_back(act_bwd(s));
-  const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true, !s.gated);
-  add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, norm_out_bytes(s));
+  if (s.sp) add_fp8_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
+  // The activation runs outside TE, so FC1's output gradient is cast by TE (not fused).
+  const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true, false);
+  add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, s.fp8 && s.sp ? fp8_gather_bytes(s) : s.e);
   mark_shared(ops, from);
 }
 

@@ -26,6 +26,9 @@ struct Dims {
   bool fp8;           // the layer's linears run in FP8 (Transformer Engine)
   Fp8Recipe fp8_recipe;  // how TE scales them (the casts' kernels and bytes)
   bool fp8_forward_rs;  // forward reduce-scatters of the row-parallel linears in FP8
+  // The GPU's FP8 GEMMs take non-TN layouts (Blackwell): one per-tensor-scaled FP8 copy serves
+  // both usages, so TE writes no transposes (utils.py is_non_tn_fp8_gemm_supported).
+  bool fp8_non_tn = false;
   double main_grad_bytes;          // per element of the main-grad buffer wgrad GEMMs accumulate into
   AttentionKernel attention_kernel;
   std::int64_t o_local = 0;  // input width of the attention projection (MLA: heads x v_head_dim)
@@ -103,9 +106,21 @@ void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std:
 // ... writing one copy only (read 2, write 1 bytes per element).
 void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
                   std::int64_t splits = 1);
+// The transpose of a saved FP8 tensor for its wgrad GEMM: none on a non-TN GPU, none but FP8.
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
-// The transpose of a saved FP8 tensor for its wgrad GEMM (whatever the precision; callers check).
 LayerOp fp8_transpose(const std::string& of, double elems);
+// FP8 only: the quantization of a norm's output (its own elements, the SP shard) that feeds a TE
+// LayerNormLinear; none under delayed scaling, whose norm kernel writes FP8 itself.
+void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+// FP8 only: the cast of a shard before its SP all-gather (a row-parallel linear's output
+// gradient, a plain column-parallel linear's input), and the bytes an element that gather moves.
+void add_fp8_gather_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
+double fp8_gather_bytes(const Dims& x);
+// The attention projection's FP8 input under a non-delayed recipe: Megatron-Core has it keep its
+// 16-bit input (set_save_original_input), so the forward quantizes it row-wise only and the
+// backward quantizes the kept input again for the wgrad.
+void add_proj_input_cast_fwd(std::vector<LayerOp>& ops, const Dims& x, double elems);
+void add_proj_input_cast_bwd(std::vector<LayerOp>& ops, const Dims& x, double elems);
 // dgrad + wgrad of one linear (position of the dgrad GEMM returned; its wgrad follows).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
                            std::int64_t k, bool overlap, bool grad_cast_fused);

@@ -160,12 +160,13 @@ TEST(LayerOps, Fp8MarksTheLinearsAndAddsTheCastKernels) {
         }
       }
     }
-    // Forward: the projection input. Backward: the column-parallel output gradients' cast +
-    // transpose less the fused GeLU one (QKV); each row-parallel output gradient's shard cast
-    // before its all-gather (one shared gather with PTB) and its transpose after (FC2,
-    // projection); the transposes of the saved norm output(s) and the FC2 input.
-    EXPECT_EQ(casts(fwd), 1);
-    EXPECT_EQ(casts(bwd), 1 + (ptb ? 1 : 2) + 2 + (ptb ? 1 : 2) + 1);
+    // Forward (delayed scaling, the norms writing FP8 themselves): the projection's and FC2's
+    // inputs, cast and transposed. Backward: the column-parallel output gradients' cast +
+    // transpose (QKV, FC1: Megatron-Core's GeLU runs outside TE); each row-parallel output
+    // gradient's shard cast before its all-gather (one shared gather with PTB) and its
+    // transpose after (FC2, projection); the transposes of the saved norm output(s).
+    EXPECT_EQ(casts(fwd), 2);
+    EXPECT_EQ(casts(bwd), 2 + (ptb ? 1 : 2) + 2 + (ptb ? 1 : 2));
     // The gathered output gradients move FP8 (cast before the gather), as Transformer Engine does.
     for (const auto& op : bwd) {
       if (op.kind == OpKind::TpAllGather && op.name.rfind("tp_all_gather_grad", 0) == 0) {
@@ -558,6 +559,51 @@ TEST(Memory, ZeroSharding) {
 
 // PyTorch FSDP's sharded parameter is the FP32 master weight itself: 4 + 8 B of states a
 // parameter on the shard, and no 16-bit copy (Megatron's distributed optimizer keeps one, 2 B).
+// Under current scaling (TE v2.9 with Megatron-Core 0d8e0714) the norms write 16 bits and a
+// cast follows each (scale + cast, three launches); the projection keeps its 16-bit input, so its
+// forward cast writes the row-wise copy only and the backward casts it again with the
+// transpose. On a GPU with non-TN FP8 GEMMs (Blackwell) no transpose runs at all and every
+// per-tensor cast writes one copy.
+TEST(LayerOps, Fp8CurrentScalingCastsAndNonTnGpus) {
+  auto op_named = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp& {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
+    if (it == ops.end()) throw std::runtime_error("no op " + name);
+    return *it;
+  };
+  JobSpec j = gpt175b_megascale();
+  j.training.precision = Precision::Fp8;
+  j.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  const std::vector<LayerOp> fwd = layer_forward_ops(j);
+  const std::vector<LayerOp> bwd = layer_backward_ops(j);
+  const double shard = 2048.0 * 12288 / 8;  // SP shard of the residual stream
+  for (const char* norm : {"fp8_cast_input_norm_output", "fp8_cast_post_attn_norm_output"}) {
+    EXPECT_DOUBLE_EQ(op_named(fwd, norm).bytes, shard * 3.0) << norm;
+    EXPECT_EQ(op_named(fwd, norm).kernels, 3) << norm;
+  }
+  const double proj = 2048.0 * 12288 / 8;  // the projection's local input
+  // ... which keeps no FP8 copy of its own beside the attention's 16-bit output.
+  JobSpec delayed = j;
+  delayed.training.fp8_recipe = Fp8Recipe::Delayed;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(delayed) - layer_activation_bytes(j), proj * 1.0);
+  EXPECT_DOUBLE_EQ(op_named(fwd, "fp8_cast_attn_proj_input").bytes, proj * 5.0);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "fp8_cast_transpose_attn_proj_input_columnwise").bytes, proj * 6.0);
+  EXPECT_EQ(op_named(bwd, "fp8_cast_transpose_attn_proj_input_columnwise").kernels, 4);
+  int transposes = 0;
+  for (const auto& op : bwd) transposes += op.name.rfind("fp8_transpose_", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(transposes, 4);  // two gathered norm outputs, two gathered output gradients
+  j.cluster.gpu.architecture_sm = 100;
+  const std::vector<LayerOp> bfwd = layer_forward_ops(j);
+  const std::vector<LayerOp> bbwd = layer_backward_ops(j);
+  for (const auto& ops : {bfwd, bbwd}) {
+    for (const auto& op : ops) {
+      EXPECT_EQ(op.name.find("transpose"), std::string::npos) << op.name;
+    }
+  }
+  // FC2's input: one FP8 copy on Blackwell (2 + 2 + 1 bytes), two on Hopper (2 + 2 + 2).
+  EXPECT_DOUBLE_EQ(op_named(bfwd, "fp8_cast_fc2_input").bytes * 6.0,
+                   op_named(fwd, "fp8_cast_transpose_fc2_input").bytes * 5.0);
+}
+
 TEST(Memory, FsdpKeepsNoSixteenBitCopy) {
   JobSpec j = gpt175b_megascale();
   const double params = parameters_per_gpu(j, 3);
