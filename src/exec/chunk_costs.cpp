@@ -116,12 +116,20 @@ double exposed_beside_s(double comm_s, double beside_s, double slowdown) {
 // both in proportion (an eager host launches the two passes' kernels in the merged order; the
 // dropless wait stays outside, as the other pass's queued kernels keep the GPU busy through it).
 struct PassSides {
-  double attention_s = 0, expert_s = 0;
+  double attention_s = 0, expert_s = 0, combine_node_s = 0;
 };
 PassSides pass_sides(const PassTimes& t) {
-  const double kernels = t.attention_side_kernels_s + t.expert_side_kernels_s;
+  const double kernels = t.attention_side_kernels_s + t.expert_side_kernels_s + t.combine_node_kernels_s;
   const double scale = kernels > 0 ? (t.compute_s - t.host_wait_s) / kernels : 0.0;
-  return {t.attention_side_kernels_s * scale, t.expert_side_kernels_s * scale};
+  return {t.attention_side_kernels_s * scale, t.expert_side_kernels_s * scale, t.combine_node_kernels_s * scale};
+}
+
+// The combine's exchange and its node's kernels, serial on the communication stream, beside
+// `beside_s` of the other pass's compute: what that chain leaves exposed beyond the node's
+// kernels, which the pass's compute time already holds. Not below 0: where the chain hides,
+// the kernels' move off the compute stream is not credited.
+double exposed_combine_chain_s(double exchange_s, double node_s, double beside_s, double slowdown) {
+  return std::max(0.0, exposed_beside_s(exchange_s + node_s, beside_s, slowdown) - node_s);
 }
 
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {
@@ -163,15 +171,17 @@ double after_host_slack_s(double exposed_s, const PassTimes& t) {
 //   backward's dispatch-gradient exchange| forward's expert side
 //   forward's combine                    | backward's attention side
 // so an exchange hides only behind the compute of its own phase, not behind the whole other
-// pass. Sets each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute
+// pass. The combine node runs on the communication stream: its kernels (the unpermute, the
+// MLP's bias-dropout-add; backward, their gradients) extend the combine's exchange there. Sets each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute
 // (with the SM-sharing slow-down of what hides), and its EP collectives on the compute stream
 // (the token-count all-gather runs in the attention node, on the compute stream), all exposed.
 void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b) {
   const PassSides fs = pass_sides(f), bs = pass_sides(b);
   const double slow = c.ep_overlap_slowdown;
   f.ep_merged_exposed_s = exposed_beside_s(f.first_exchange_s, bs.expert_s, slow) +
-                          exposed_beside_s(f.second_exchange_s, bs.attention_s, slow) + f.ep_serial_comm_s;
-  b.ep_merged_exposed_s = exposed_beside_s(b.first_exchange_s, fs.attention_s, slow) +
+                          exposed_combine_chain_s(f.second_exchange_s, fs.combine_node_s, bs.attention_s, slow) +
+                          f.ep_serial_comm_s;
+  b.ep_merged_exposed_s = exposed_combine_chain_s(b.first_exchange_s, bs.combine_node_s, fs.attention_s, slow) +
                           exposed_beside_s(b.second_exchange_s, fs.expert_s, slow) + b.ep_serial_comm_s;
 }
 

@@ -228,7 +228,11 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     host_launch_s += op_launches(op, chunks) * op_host_s_per_launch(c, op, host_s_per_launch);
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
-    (op.expert_side || op.shared_expert ? t.expert_side_kernels_s : t.attention_side_kernels_s) += op_s[i];
+    if (op.combine_node) {
+      t.combine_node_kernels_s += op_s[i];
+    } else {
+      (op.expert_side || op.shared_expert ? t.expert_side_kernels_s : t.attention_side_kernels_s) += op_s[i];
+    }
   }
   // An eager framework cannot launch faster than its host issues kernels: when the kernels are
   // short the GPU waits for the CPU (hw profile host_dispatch_s times the framework's factor,

@@ -38,13 +38,16 @@ struct PassTimes {
   // Where Megatron-Core's merged 1F1B schedule (overlap_moe_expert_parallel_comm) cuts an MoE
   // layer's pass (models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run):
   // kernels on the expert side (between the dispatch and the combine, shared experts included:
-  // its "mlp" node) and on the attention side (the rest: attention, router, permute, unpermute),
+  // its "mlp" node) and on the attention side (the rest: attention, router, permute; not the combine
+  // node's kernels, below),
   // and its two EP exchanges in pass order (forward: dispatch, combine; backward: the combine's
   // gradient, then the dispatch's). Kernel times, before any host bound.
   double expert_side_kernels_s = 0;
   double attention_side_kernels_s = 0;
   double first_exchange_s = 0;
   double second_exchange_s = 0;
+  // The combine node's kernels (LayerOp::combine_node), counted in neither side above.
+  double combine_node_kernels_s = 0;
   // EP-group collectives the host issues on the compute stream before a dropless host wait
   // (the all-to-all dispatcher's token-count all-gather): no overlap hides them.
   double ep_serial_comm_s = 0;
@@ -74,6 +77,7 @@ struct PassTimes {
     t.attention_side_kernels_s *= n;
     t.first_exchange_s *= n;
     t.second_exchange_s *= n;
+    t.combine_node_kernels_s *= n;
     t.ep_serial_comm_s *= n;
     t.ep_merged_exposed_s *= n;
     return t;
@@ -94,6 +98,7 @@ struct PassTimes {
     attention_side_kernels_s += o.attention_side_kernels_s;
     first_exchange_s += o.first_exchange_s;
     second_exchange_s += o.second_exchange_s;
+    combine_node_kernels_s += o.combine_node_kernels_s;
     ep_serial_comm_s += o.ep_serial_comm_s;
     ep_merged_exposed_s += o.ep_merged_exposed_s;
     return *this;

@@ -378,6 +378,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
     add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
   }
   ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
+  ops.back().combine_node = kind.moe;  // MoE: in the combine node (LayerOp::combine_node)
   return ops;
 }
 
@@ -494,7 +495,9 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
     return ops;
   }
+  const std::size_t bda_from = ops.size();
   add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
+  for (std::size_t i = bda_from; i < ops.size(); ++i) ops[i].combine_node = kind.moe;
   if (kind.moe) {
     add_moe_backward(ops, job, x);
   } else {

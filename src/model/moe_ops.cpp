@@ -96,6 +96,11 @@ LayerOp etp_comm(std::string name, OpKind kind, double bytes, bool overlap) {
   return op;
 }
 
+// Marks the compute kernels appended since `from` as the combine node's (LayerOp::combine_node).
+void mark_combine_node(std::vector<LayerOp>& ops, std::size_t from) {
+  for (std::size_t i = from; i < ops.size(); ++i) ops[i].combine_node = !is_communication(ops[i].kind);
+}
+
 // Marks the compute kernels appended since `from` as the shared experts'.
 void mark_shared(std::vector<LayerOp>& ops, std::size_t from) {
   for (std::size_t i = from; i < ops.size(); ++i) ops[i].shared_expert = !is_communication(ops[i].kind);
@@ -427,17 +432,20 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
     ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   }
   ops.push_back(comm("ep_combine", OpKind::EpCombine, combine_bytes(job, x, d), false));
-  // After the combine. All-to-all: TE's fused unpermute merges the weighted copies back to token
+  const std::size_t combine_node_from = ops.size();
+  // After the combine (the combine node's kernels). All-to-all: TE's fused unpermute merges the weighted copies back to token
   // order (1) and the shared experts' output is added (1). All-gather: the reduce-scattered sum
   // cast back (1 under FP32). Every path adds the shared experts' output (MoELayer.combine).
   if (path == Dispatch::AllToAll) {
     ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
+    mark_combine_node(ops, combine_node_from);
     return;
   }
   if (path == Dispatch::AllGather && pb != x.e) {
     ops.push_back(mem("combine_cast_back", OpKind::Elementwise, dd(d.tokens) * h * (pb + x.e), 1));
   }
   if (d.shared) ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * dd(d.tokens) * h * x.e, 1));
+  mark_combine_node(ops, combine_node_from);
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -447,11 +455,13 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   const double rows = dd(d.rows_total);
   const double pb = prob_bytes(job, x);
   const double g = gathered_tokens(d);
+  const std::size_t combine_node_from = ops.size();  // the combine node's gradients first
   if (path == Dispatch::AllToAll) {
     ops.push_back(mem("unpermute_bwd", OpKind::Elementwise, (d.copies + dd(d.tokens)) * h * x.e, 1));
   } else if (path == Dispatch::AllGather && pb != x.e) {
     ops.push_back(mem("combine_cast_back_bwd", OpKind::Elementwise, dd(d.tokens) * h * (x.e + pb), 1));
   }
+  mark_combine_node(ops, combine_node_from);
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, combine_bytes(job, x, d), false));
   const std::size_t experts_from = ops.size();
   if (separate_etp_collectives(job, d)) {

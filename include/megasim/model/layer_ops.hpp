@@ -87,6 +87,11 @@ struct LayerOp {
   // GEMMs, activation, bias): what Megatron-Core's merged 1F1B schedule runs as the layer's
   // "mlp" node, beside the other pass's exchanges.
   bool expert_side = false;
+  // A kernel of Megatron-Core's combine node: after the combine's exchange in the forward (the
+  // unpermute, the MLP's bias-dropout-add), before its gradient's exchange in the backward. The
+  // merged 1F1B schedule runs that node on the communication stream, serial with the exchange
+  // (models/gpt/fine_grained_callables.py submodule_combine_forward).
+  bool combine_node = false;
   // The host blocks before launching this op until the GPU has run everything before it
   // (dropless MoE: the dispatch needs the token counts on the host). Pass timing: pass_times.cpp.
   bool host_waits_for_gpu = false;

@@ -108,6 +108,41 @@ TEST(MoeStep, MergedOneFOneBHidesEachExchangeBehindItsOwnPhaseOnly) {
   EXPECT_NEAR(f.ep_merged_exposed_s, 0.25 * 4e-3, 1e-12);
 }
 
+// The combine node (unpermute, the MLP's bias-dropout-add) runs on the communication stream in
+// the merged schedule, serial with the combine's exchange: forward after it, backward (their
+// gradients) before the combine-gradient exchange. So its kernels hide nothing of the other
+// pass's exchanges, and they extend their own exchange's chain without being counted twice.
+TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
+  const JobSpec job = qwen3_30b();
+  const auto data = load_step_cost_data(job, catalog());
+  Context c = make_context(job, *data);
+  c.ep_overlap_slowdown = 0.0;
+  PassTimes f, b;
+  f.attention_side_kernels_s = 3e-3;
+  f.expert_side_kernels_s = 1e-3;
+  f.combine_node_kernels_s = 1e-3;
+  f.compute_s = 5e-3;
+  f.first_exchange_s = 1e-3;
+  f.second_exchange_s = 5e-3;
+  b.attention_side_kernels_s = 4e-3;
+  b.expert_side_kernels_s = 2e-3;
+  b.compute_s = 6e-3;
+  b.first_exchange_s = 3.5e-3;
+  b.second_exchange_s = 1e-3;
+  merge_ep_phases(c, f, b);
+  // Backward combine-gradient 3.5 beside the forward's attention side 3 only (its combine node
+  // runs in the last phase, on the other stream): 0.5 out; dispatch-gradient 1 beside 1: hidden.
+  EXPECT_NEAR(b.ep_merged_exposed_s, 0.5e-3, 1e-12);
+  // Forward: dispatch 1 beside the backward's expert side 2: hidden; combine 5 + node 1 beside
+  // the backward's attention side 4: 2 out, of which the node's 1 ms is in the forward's
+  // compute already: 1.
+  EXPECT_NEAR(f.ep_merged_exposed_s, 1e-3, 1e-12);
+  // A chain that hides gets no credit for the node's move off the compute stream.
+  f.second_exchange_s = 2e-3;
+  merge_ep_phases(c, f, b);
+  EXPECT_DOUBLE_EQ(f.ep_merged_exposed_s, 0.0);
+}
+
 // Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs
 // its all-to-all: the pass takes max(host, kernels + exchange), not host + exchange. With the
 // dropless wait there is no slack (the wait's launch queue already runs the collectives).

@@ -861,5 +861,30 @@ TEST(Moe, RecomputedExpertActivationUnderFp8KeepsFc2sInput) {
   EXPECT_INPUT_ERROR(test::parse(j), "training.recompute_modules", "delayed");
 }
 
+// The combine node's kernels (Megatron-Core's submodule_combine_forward: the unpermute after the
+// all-to-all combine and the MLP's bias-dropout-add; backward their gradients, before the
+// combine-gradient exchange) are marked for the merged schedule's communication stream; nothing
+// else is, and a dense layer has none.
+TEST(Moe, CombineNodeKernelsAreMarked) {
+  auto j = moe_job("qwen3-30b-a3b");
+  j["parallel"]["expert_model_parallel_size"] = 8;
+  const JobSpec job = test::parse(j);
+  const LayerKind moe{true, false};
+  const std::vector<LayerOp> fwd = layer_forward_ops(job, moe);
+  const std::vector<LayerOp> bwd = layer_backward_ops(job, moe);
+  std::vector<std::string> marked;
+  for (const auto& ops : {fwd, bwd})
+    for (const LayerOp& op : ops)
+      if (op.combine_node) marked.push_back(op.name);
+  EXPECT_EQ(marked, (std::vector<std::string>{"unpermute", "bias_dropout_add_mlp", "unpermute_bwd"}));
+  // In pass order: forward after the combine, backward before its gradient's exchange.
+  const auto at = [](const std::vector<LayerOp>& ops, const std::string& name) {
+    return std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; }) - ops.begin();
+  };
+  EXPECT_GT(at(fwd, "unpermute"), at(fwd, "ep_combine"));
+  EXPECT_LT(at(bwd, "unpermute_bwd"), at(bwd, "ep_combine_bwd"));
+  for (const LayerOp& op : layer_forward_ops(job, LayerKind{})) EXPECT_FALSE(op.combine_node) << op.name;
+}
+
 }  // namespace
 }  // namespace megasim
