@@ -29,13 +29,17 @@ void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
     return;
   }
   const MlaWidths w = mla_widths(job, x);
+  // Under FP8 each duplicated down-projection (TELinear, parallel_mode "duplicated") quantizes its
+  // 16-bit input, this rank's shard, both ways at once: nothing is gathered.
   if (w.q_latent > 0) {
+    add_fp8_cast_transpose(ops, x, "q_down_input", resid_elems(x));
     ops.push_back(linear(x, "q_down", T, w.q_latent, x.h, false));
     ops.push_back(mem("q_latent_norm", OpKind::Norm, 2.0 * dd(T) * dd(w.q_latent) * x.e, 1));
     ops.push_back(linear(x, "q_up", T, w.q_up, w.q_latent, x.attn_overlap));
   } else {
     ops.push_back(linear(x, "q_proj", T, w.q_up, x.h, x.attn_overlap));
   }
+  add_fp8_cast_transpose(ops, x, "kv_down_input", resid_elems(x));
   ops.push_back(linear(x, "kv_down", T, w.kv_down, x.h, false));
   ops.push_back(mem("kv_latent_norm", OpKind::Norm, 2.0 * dd(T) * dd(w.kv_latent) * x.e, 1));
   ops.push_back(linear(x, "kv_up", T, w.kv_up, w.kv_latent, x.attn_overlap));
@@ -51,19 +55,19 @@ void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const
 }
 
 std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
-  if (!x.mla) return add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap, false);
+  if (!x.mla) return add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
   const MlaWidths w = mla_widths(job, x);
   const std::int64_t T = x.tokens;
-  add_linear_bwd(ops, x, "kv_up", w.kv_up, w.kv_latent, x.attn_overlap, false);
+  add_linear_bwd(ops, x, "kv_up", w.kv_up, w.kv_latent, x.attn_overlap);
   ops.push_back(mem("kv_latent_norm_bwd", OpKind::Norm, 3.0 * dd(T) * dd(w.kv_latent) * x.e, 1));
-  const std::size_t kv_down = add_linear_bwd(ops, x, "kv_down", w.kv_down, x.h, false, false);
+  const std::size_t kv_down = add_linear_bwd(ops, x, "kv_down", w.kv_down, x.h, false);
   if (w.q_latent == 0) {
-    add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap, false);
+    add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap);
     return kv_down;
   }
-  add_linear_bwd(ops, x, "q_up", w.q_up, w.q_latent, x.attn_overlap, false);
+  add_linear_bwd(ops, x, "q_up", w.q_up, w.q_latent, x.attn_overlap);
   ops.push_back(mem("q_latent_norm_bwd", OpKind::Norm, 3.0 * dd(T) * dd(w.q_latent) * x.e, 1));
-  add_linear_bwd(ops, x, "q_down", w.q_latent, x.h, false, false);
+  add_linear_bwd(ops, x, "q_down", w.q_latent, x.h, false);
   return kv_down;
 }
 

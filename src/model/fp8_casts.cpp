@@ -44,8 +44,8 @@ void add_fp8_quantize(std::vector<LayerOp>& ops, const Dims& x, const std::strin
 
 void add_fp8_cast_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems,
                             std::int64_t splits) {
-  add_fp8_quantize(ops, x, (one_copy_serves_both(x) ? "fp8_cast_" : "fp8_cast_transpose_") + of, elems, splits,
-                   2.0);
+  // On a non-TN GPU no cast transposes (a block-scaled one writes its two quantizations).
+  add_fp8_quantize(ops, x, (x.fp8_non_tn ? "fp8_cast_" : "fp8_cast_transpose_") + of, elems, splits, 2.0);
 }
 // FP8 only: the same quantization writing one copy (row-wise, or only the column-wise one).
 void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems, std::int64_t splits) {
@@ -61,17 +61,30 @@ void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::stri
   if (x.fp8 && !x.fp8_non_tn) ops.push_back(fp8_transpose(of, elems));
 }
 
-// A LayerNormLinear's norm output (TE v2.9 module/layernorm_linear.py, csrc normalization.cpp):
-// under delayed scaling the norm kernel writes FP8 itself. Under current scaling the norm writes
-// 16 bits and the amax, then the scale and the cast run (quantizer.cpp quantize_with_amax: read
-// 2, write 1, three launches with the amax reset); the backward transposes the gathered copy.
-// Block-scaled recipes quantize the 16-bit output in one kernel writing both copies.
+namespace {
+bool block_scaled_recipe(const Dims& x) {
+  return x.fp8_recipe == Fp8Recipe::Blockwise || x.fp8_recipe == Fp8Recipe::Mxfp8;
+}
+}  // namespace
+
+// A LayerNormLinear's norm output (TE v2.9 module/layernorm_linear.py, csrc normalization.cpp).
+// With SP the forward writes what the all-gather moves, the row-wise copy (Float8 recipes cannot
+// gather the column-wise one), and the backward gathers it again and transposes it
+// (fp8_norm_output_transposed_in_backward); without SP the forward writes both usages. Delayed
+// scaling: the norm kernel writes FP8 itself, plus a transpose kernel without SP
+// (rmsnorm_api.cpp). Current scaling: the norm writes 16 bits and its amax, then the scale and
+// the cast run (quantizer.cpp quantize_with_amax: read 2, write a byte a copy, three launches
+// with the amax reset). Block-scaled recipes quantize the 16-bit output in one kernel writing
+// both usages.
 void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
   if (!x.fp8) return;
+  const double copies = x.sp || x.fp8_non_tn ? 1.0 : 2.0;
   switch (x.fp8_recipe) {
-    case Fp8Recipe::Delayed: return;
+    case Fp8Recipe::Delayed:
+      if (!x.sp) add_fp8_transpose(ops, x, of, elems);
+      return;
     case Fp8Recipe::Tensorwise:
-      ops.push_back(mem("fp8_cast_" + of, OpKind::Elementwise, elems * (x.e + 1.0), 3));
+      ops.push_back(mem("fp8_cast_" + of, OpKind::Elementwise, elems * (x.e + copies), 3));
       return;
     case Fp8Recipe::Mxfp8:
     case Fp8Recipe::Blockwise:
@@ -79,21 +92,17 @@ void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const st
       return;
   }
 }
+bool fp8_norm_output_transposed_in_backward(const Dims& x) { return x.fp8 && x.sp && !x.fp8_non_tn; }
 
-// A shard quantized before its SP all-gather: a row-parallel linear's output gradient (TE base.py
-// grad_output_preprocess) or a plain column-parallel linear's input (linear.py forward). Float8
-// recipes quantize it row-wise only, since their all-gather cannot carry the column-wise copy,
-// and transpose the gathered tensor for the wgrad; block-scaled recipes quantize both usages and
-// gather both (quantized_tensor.py supports_only_rowwise_all_gather).
-bool block_scaled(const Dims& x) { return x.fp8_recipe == Fp8Recipe::Blockwise || x.fp8_recipe == Fp8Recipe::Mxfp8; }
+// A row-parallel linear's output-gradient shard quantized before its SP all-gather (TE base.py
+// grad_output_preprocess): Float8 recipes quantize it row-wise only, since their all-gather
+// cannot carry the column-wise copy, and transpose the gathered tensor for the wgrad;
+// block-scaled recipes quantize both usages and gather both (quantized_tensor.py
+// supports_only_rowwise_all_gather).
 void add_fp8_gather_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems) {
-  if (block_scaled(x)) {
-    add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, 1, 2.0);
-  } else {
-    add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, 1, 1.0);
-  }
+  add_fp8_quantize(ops, x, "fp8_cast_" + of, elems, 1, block_scaled_recipe(x) ? 2.0 : 1.0);
 }
-double fp8_gather_bytes(const Dims& x) { return block_scaled(x) ? 2.0 : 1.0; }
+double fp8_gather_bytes(const Dims& x) { return block_scaled_recipe(x) ? 2.0 : 1.0; }
 
 // Megatron-Core's attention sets save_original_input on linear_proj for every recipe but delayed
 // (transformer/attention.py, multi_latent_attention.py: TE >= 2.6). The forward then quantizes

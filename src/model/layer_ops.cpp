@@ -323,6 +323,19 @@ bool moe_block_checkpointed(const JobSpec& job) {
   return t.recompute == Recompute::Full || (t.recompute == Recompute::Selective && t.recompute_modules.moe);
 }
 
+// A dense MLP after its norm: Megatron-Core's TELayerNormColumnParallelLinear FC1 (the norm's
+// FP8 cast and the SP all-gather inside it), the activation, the row-parallel FC2 with its
+// input's cast, the reduce-scatter.
+void add_dense_mlp_fwd(std::vector<LayerOp>& ops, const Dims& x) {
+  add_fp8_norm_output_cast(ops, x, "post_attn_norm_output", resid_elems(x));
+  add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
+  ops.push_back(linear(x, "fc1", x.tokens, x.fc1_local, x.h, true));
+  ops.push_back(act_fwd(x));
+  add_fp8_cast_transpose(ops, x, "fc2_input", dd(x.tokens) * dd(x.f_local));
+  ops.push_back(linear(x, "fc2", x.tokens, x.h, x.f_local, true));
+  add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+}
+
 // `recompute`: this list is the recomputation before the backward, not the first forward.
 std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, bool recompute = false) {
   const Dims x = dims(job, kind);
@@ -352,7 +365,9 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
     return ops;
   }
   ops.push_back(norm_fwd(x, "input_norm"));
-  add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
+  // MLA's norm is a module of its own and its down-projections quantize their inputs themselves
+  // (add_qkv_fwd).
+  if (!x.mla) add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   add_qkv_fwd(ops, job, x);
   add_query_reshape_copy(ops, job, x);
@@ -369,13 +384,7 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   if (kind.moe) {
     add_moe_forward(ops, job, x, recompute || !moe_block_checkpointed(job));
   } else {
-    add_fp8_norm_output_cast(ops, x, "post_attn_norm_output", resid_elems(x));
-    add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
-    ops.push_back(linear(x, "fc1", T, x.fc1_local, x.h, true));
-    ops.push_back(act_fwd(x));
-    add_fp8_cast_transpose(ops, x, "fc2_input", dd(T) * dd(x.f_local));
-    ops.push_back(linear(x, "fc2", T, x.h, x.f_local, true));
-    add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+    add_dense_mlp_fwd(ops, x);
   }
   ops.push_back(bda_fwd(x, "bias_dropout_add_mlp"));
   ops.back().combine_node = kind.moe;  // MoE: in the combine node (LayerOp::combine_node)
@@ -402,11 +411,12 @@ std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* n
   return dgrad;
 }
 // A layer linear's backward (FP8 under fp8 training): its output gradient (n features) is cast
-// and transposed first, unless the activation backward already wrote the FP8 copies.
-// Returns the dgrad GEMM's position (add_gemm_bwd).
+// and transposed first (every activation runs outside TE in Megatron-Core's layers, so no
+// activation backward writes the FP8 copies itself). Returns the dgrad GEMM's position
+// (add_gemm_bwd).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                           std::int64_t k, bool overlap, bool grad_cast_fused) {
-  if (!grad_cast_fused) add_fp8_cast_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(n));
+                           std::int64_t k, bool overlap) {
+  add_fp8_cast_transpose(ops, x, std::string(name) + "_grad", dd(x.tokens) * dd(n));
   return add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
 
@@ -430,7 +440,7 @@ void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, con
 // dgrad GEMM reads it as gathered and the wgrad GEMM its transpose; otherwise as add_linear_bwd.
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap) {
   if (!fp8_gathered_grad(x)) {
-    add_linear_bwd(ops, x, name, x.h, k, overlap, false);
+    add_linear_bwd(ops, x, name, x.h, k, overlap);
     return;
   }
   add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
@@ -471,10 +481,6 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   std::vector<LayerOp> ops;
   ops.reserve(28);
   const bool ffn = true;
-  // Megatron-Core's MLP runs its activation outside TE (bias_gelu / bias_swiglu between two TE
-  // linears, gpt_layer_specs.py), so FC1's output gradient arrives in 16 bits and TE casts it;
-  // only TE's LayerNormMLP writes the FP8 copies from its dgelu.
-  const bool act_grad_fused = false;
   const double norm_out = dd(x.tokens) * dd(x.h);
   if (x.ptb) {
     add_bda_bwd(ops, x, "bias_dropout_add_bwd");
@@ -488,8 +494,8 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     add_rope(ops, x, true);
     add_qk_norm(ops, x, true);
     add_qkv_grad_concat(ops, job, x);
-    add_fp8_transpose(ops, x, "input_norm_output", norm_out);
-    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+    if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("input_norm_output", norm_out));
+    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
     const std::size_t qkv = add_qkv_bwd(ops, job, x);
     add_col_bwd_comm(ops, x, "shared", ffn, {fc1, qkv}, norm_out_bytes(x));
     ops.push_back(norm_bwd(x, "input_norm_bwd"));
@@ -504,8 +510,8 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     add_grad_ag(ops, x, "tp_all_gather_grad_mlp", "fc2", ffn);
     add_row_linear_bwd(ops, x, "fc2", x.f_local, ffn);
     ops.push_back(act_bwd(x));
-    add_fp8_transpose(ops, x, "post_attn_norm_output", norm_out);
-    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn, act_grad_fused);
+    if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("post_attn_norm_output", norm_out));
+    const std::size_t fc1 = add_linear_bwd(ops, x, "fc1", x.fc1_local, x.h, ffn);
     add_col_bwd_comm(ops, x, "mlp", ffn, {fc1}, norm_out_bytes(x));
   }
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
@@ -518,7 +524,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   add_rope(ops, x, true);
   add_qk_norm(ops, x, true);
   add_qkv_grad_concat(ops, job, x);
-  add_fp8_transpose(ops, x, "input_norm_output", norm_out);
+  if (!x.mla && fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("input_norm_output", norm_out));
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
@@ -572,11 +578,9 @@ std::vector<LayerOp> selective_recompute_ops(const JobSpec& job, const LayerKind
     ops.push_back(attention(job, x, false));
   }
   if (!kind.moe && r.mlp) {
-    add_ag(ops, x, "tp_all_gather_mlp", true, norm_out_bytes(x));
-    ops.push_back(linear(x, "fc1", x.tokens, x.fc1_local, x.h, true));
-    ops.push_back(act_fwd(x));
-    ops.push_back(linear(x, "fc2", x.tokens, x.h, x.f_local, true));
-    add_rs_or_ar(ops, x, "tp_reduce_scatter_mlp", true, forward_rs_bytes(x, true));
+    // The MLP module checkpointed whole: its FC1 carries the norm (TELayerNormColumnParallelLinear).
+    ops.push_back(norm_fwd(x, "post_attn_norm"));
+    add_dense_mlp_fwd(ops, x);
   }
   if (kind.moe) {
     if (r.moe) {

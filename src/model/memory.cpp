@@ -201,12 +201,14 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   r.gradients_bytes =
       params * grad_b / (grads_sharded ? shard : 1.0) + experts * grad_b / (grads_sharded ? expert_shard : 1.0);
   if (job.system.fsdp_staging != FsdpStaging::None) {
-    // PyTorch FSDP keeps no 16-bit copy: the sharded FP32 parameter is the optimizer's master
-    // weight (4 B), cast to BF16 as it is gathered (those copies are the buffers below); Adam's
-    // two moments (8 B) sit beside it on the same shard.
+    // PyTorch FSDP: the sharded FP32 parameter is the optimizer's master weight (4 B), cast to
+    // BF16 as it is gathered; Adam's two moments (8 B) sit beside it on the same shard. Under
+    // FULL_SHARD (ZeRO-3) the gathered BF16 copies are transient (the buffers below); below it
+    // (SHARD_GRAD_OP, NO_SHARD) the unsharded BF16 parameters stay from forward to backward.
     const double sh = zero >= 1 ? shard : 1.0;
     const double esh = zero >= 1 ? expert_shard : 1.0;
-    r.weights_bytes = params * 4.0 / sh + experts * 4.0 / esh;
+    const double unsharded_b = zero >= 3 ? 0.0 : 2.0;
+    r.weights_bytes = params * (4.0 / sh + unsharded_b) + experts * (4.0 / esh + unsharded_b);
     r.optimizer_states_bytes = params * 8.0 / sh + experts * 8.0 / esh;
   } else {
     // 16-bit weights; fp8 keeps bf16 weights and casts per GEMM (Transformer Engine).

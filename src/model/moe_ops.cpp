@@ -96,25 +96,25 @@ LayerOp etp_comm(std::string name, OpKind kind, double bytes, bool overlap) {
   return op;
 }
 
-// Marks the compute kernels appended since `from` as the combine node's (LayerOp::combine_node).
-void mark_combine_node(std::vector<LayerOp>& ops, std::size_t from) {
-  for (std::size_t i = from; i < ops.size(); ++i) ops[i].combine_node = !is_communication(ops[i].kind);
+// Marks the compute kernels appended since `from` with `flag` (LayerOp::combine_node, the shared
+// experts' shared_expert, the routed experts' expert_side).
+void mark_compute_from(std::vector<LayerOp>& ops, std::size_t from, bool LayerOp::*flag) {
+  for (std::size_t i = from; i < ops.size(); ++i) {
+    if (!is_communication(ops[i].kind)) ops[i].*flag = true;
+  }
 }
-
-// Marks the compute kernels appended since `from` as the shared experts'.
-void mark_shared(std::vector<LayerOp>& ops, std::size_t from) {
-  for (std::size_t i = from; i < ops.size(); ++i) ops[i].shared_expert = !is_communication(ops[i].kind);
-}
+void mark_combine_node(std::vector<LayerOp>& ops, std::size_t from) { mark_compute_from(ops, from, &LayerOp::combine_node); }
+void mark_shared(std::vector<LayerOp>& ops, std::size_t from) { mark_compute_from(ops, from, &LayerOp::shared_expert); }
 
 void add_shared_experts_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const std::size_t from = ops.size();
   const Dims s = shared_expert_dims(job, x);
   // The shared experts' FC1 is a plain TE linear behind the MoE layer's own norm: it quantizes
-  // its 16-bit input itself, the SP shard before the gather (transposed again in the backward)
-  // or, without SP, row- and column-wise at once.
+  // its 16-bit input itself, the SP shard row-wise before the gather (linear.py forward; the
+  // backward gathers it again and transposes it) or, without SP, row- and column-wise at once.
   if (s.sp) {
-    add_fp8_gather_cast(ops, s, "shared_fc1_input", resid_elems(s));
-    add_ag(ops, s, "tp_all_gather_shared_experts", true, s.fp8 ? fp8_gather_bytes(s) : s.e);
+    add_fp8_cast(ops, s, "shared_fc1_input", resid_elems(s));
+    add_ag(ops, s, "tp_all_gather_shared_experts", true, norm_out_bytes(s));
   } else {
     add_fp8_cast_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
   }
@@ -133,9 +133,8 @@ void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const
   add_row_linear_bwd(ops, s, "shared_fc2", s.f_local, true);
   ops.push_back(act_bwd(s));
   if (s.sp) add_fp8_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
-  // The activation runs outside TE, so FC1's output gradient is cast by TE (not fused).
-  const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true, false);
-  add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, s.fp8 && s.sp ? fp8_gather_bytes(s) : s.e);
+  const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true);
+  add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, norm_out_bytes(s));
   mark_shared(ops, from);
 }
 
@@ -279,12 +278,7 @@ void add_fp8_row_padding(std::vector<LayerOp>& ops, const Dims& x, const MoeDims
                     probs_bytes > 0 ? 2 : 1));
 }
 
-// Marks the compute ops from ops[first] on as the routed experts' (LayerOp::expert_side).
-void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) {
-  for (std::size_t i = first; i < ops.size(); ++i) {
-    if (!is_communication(ops[i].kind)) ops[i].expert_side = true;
-  }
-}
+void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) { mark_compute_from(ops, first, &LayerOp::expert_side); }
 
 // GPT-OSS clamps its gated activation's halves (swiglu_limit): Megatron-Core's
 // weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py, what TEGroupedMLP calls with

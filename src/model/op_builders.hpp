@@ -110,10 +110,12 @@ void add_fp8_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& o
 void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
 LayerOp fp8_transpose(const std::string& of, double elems);
 // FP8 only: the quantization of a norm's output (its own elements, the SP shard) that feeds a TE
-// LayerNormLinear; none under delayed scaling, whose norm kernel writes FP8 itself.
+// LayerNormLinear (under delayed scaling the norm kernel writes FP8 itself), and whether the
+// backward transposes the gathered copy for the wgrad (with SP on a TN-only GPU).
 void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
-// FP8 only: the cast of a shard before its SP all-gather (a row-parallel linear's output
-// gradient, a plain column-parallel linear's input), and the bytes an element that gather moves.
+bool fp8_norm_output_transposed_in_backward(const Dims& x);
+// FP8 only: the cast of a row-parallel linear's output-gradient shard before its SP all-gather,
+// and the bytes an element that gather moves.
 void add_fp8_gather_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
 double fp8_gather_bytes(const Dims& x);
 // The attention projection's FP8 input under a non-delayed recipe: Megatron-Core has it keep its
@@ -123,7 +125,7 @@ void add_proj_input_cast_fwd(std::vector<LayerOp>& ops, const Dims& x, double el
 void add_proj_input_cast_bwd(std::vector<LayerOp>& ops, const Dims& x, double elems);
 // dgrad + wgrad of one linear (position of the dgrad GEMM returned; its wgrad follows).
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
-                           std::int64_t k, bool overlap, bool grad_cast_fused);
+                           std::int64_t k, bool overlap);
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap);
 void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap);
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,

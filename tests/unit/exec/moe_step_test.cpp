@@ -141,6 +141,17 @@ TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
   f.second_exchange_s = 2e-3;
   merge_ep_phases(c, f, b);
   EXPECT_DOUBLE_EQ(f.ep_merged_exposed_s, 0.0);
+  // With the SM tax: the backward's node (1) and combine-gradient exchange (1.5) hide behind the
+  // forward's attention side (3), slowing it by 0.25 x 2.5, less the node's own 1 ms: nothing;
+  // its dispatch-gradient (1) beside the forward's expert side (1): 0.25. Forward: dispatch 1
+  // beside 2: 0.25; combine 2 + node 1 beside 4: 0.75 - 1, nothing.
+  c.ep_overlap_slowdown = 0.25;
+  b.first_exchange_s = 1.5e-3;
+  b.combine_node_kernels_s = 1e-3;
+  b.compute_s = 7e-3;
+  merge_ep_phases(c, f, b);
+  EXPECT_NEAR(b.ep_merged_exposed_s, 0.25e-3, 1e-12);
+  EXPECT_NEAR(f.ep_merged_exposed_s, 0.25e-3, 1e-12);
 }
 
 // Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs

@@ -557,6 +557,44 @@ TEST(Memory, ZeroSharding) {
   EXPECT_GT(memory_per_gpu(j, 0, BufferSizes{}).activations_bytes, memory_per_gpu(j, 3, BufferSizes{}).activations_bytes);
 }
 
+// Without sequence parallelism nothing is gathered, so TE's LayerNormLinear writes both usages of
+// the norm output in the forward and the backward transposes nothing; delayed scaling's norm
+// writes FP8 and a transpose kernel follows. Block-scaled recipes always write both. A dense
+// MLP recomputed whole (recompute_modules mlp) replays its norm and FP8 casts.
+TEST(LayerOps, Fp8NormOutputCastsWithoutSequenceParallelAndInRecompute) {
+  auto named = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
+    for (const auto& op : ops)
+      if (op.name == name) return &op;
+    return nullptr;
+  };
+  JobSpec j = gpt175b_megascale();
+  j.training.precision = Precision::Fp8;
+  j.parallel.sequence_parallel = false;
+  const double tokens_h = 2048.0 * 12288;  // no SP: every rank holds every token
+  j.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  ASSERT_NE(named(layer_forward_ops(j), "fp8_cast_input_norm_output"), nullptr);
+  EXPECT_DOUBLE_EQ(named(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h * 4.0);
+  j.training.fp8_recipe = Fp8Recipe::Delayed;
+  ASSERT_NE(named(layer_forward_ops(j), "fp8_transpose_input_norm_output"), nullptr);
+  for (const Fp8Recipe r : {Fp8Recipe::Delayed, Fp8Recipe::Tensorwise, Fp8Recipe::Blockwise}) {
+    j.training.fp8_recipe = r;
+    for (const auto& op : layer_backward_ops(j)) {
+      EXPECT_EQ(op.name.find("norm_output"), std::string::npos) << op.name;
+    }
+  }
+  j.parallel.sequence_parallel = true;
+  j.training.fp8_recipe = Fp8Recipe::Blockwise;
+  EXPECT_DOUBLE_EQ(named(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h / 8 * 4.0);
+  j.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  j.training.recompute = Recompute::Selective;
+  j.training.recompute_modules = RecomputeModules{};
+  j.training.recompute_modules.mlp = true;
+  const auto rec = layer_recompute_ops(j);
+  for (const char* name : {"post_attn_norm", "fp8_cast_post_attn_norm_output", "fc1", "fp8_cast_transpose_fc2_input", "fc2"}) {
+    EXPECT_NE(named(rec, name), nullptr) << name;
+  }
+}
+
 // PyTorch FSDP's sharded parameter is the FP32 master weight itself: 4 + 8 B of states a
 // parameter on the shard, and no 16-bit copy (Megatron's distributed optimizer keeps one, 2 B).
 // Under current scaling (TE v2.9 with Megatron-Core 0d8e0714) the norms write 16 bits and a
@@ -602,6 +640,15 @@ TEST(LayerOps, Fp8CurrentScalingCastsAndNonTnGpus) {
   // FC2's input: one FP8 copy on Blackwell (2 + 2 + 1 bytes), two on Hopper (2 + 2 + 2).
   EXPECT_DOUBLE_EQ(op_named(bfwd, "fp8_cast_fc2_input").bytes * 6.0,
                    op_named(fwd, "fp8_cast_transpose_fc2_input").bytes * 5.0);
+  // MXFP8 writes its two quantizations, no transpose: 2 + 1 + 1 bytes an element.
+  j.training.fp8_recipe = Fp8Recipe::Mxfp8;
+  const std::vector<LayerOp> mx = layer_forward_ops(j);
+  EXPECT_DOUBLE_EQ(op_named(mx, "fp8_cast_fc2_input").bytes, op_named(bfwd, "fp8_cast_fc2_input").bytes * 4.0 / 5.0);
+  for (const auto& ops : {mx, layer_backward_ops(j)}) {
+    for (const auto& op : ops) {
+      EXPECT_EQ(op.name.find("transpose"), std::string::npos) << op.name;
+    }
+  }
 }
 
 TEST(Memory, FsdpKeepsNoSixteenBitCopy) {
@@ -617,6 +664,9 @@ TEST(Memory, FsdpKeepsNoSixteenBitCopy) {
   EXPECT_DOUBLE_EQ(megatron.weights_bytes + megatron.optimizer_states_bytes -
                        (fsdp.weights_bytes + fsdp.optimizer_states_bytes),
                    2 * params / 4);
+  // SHARD_GRAD_OP (ZeRO-2) keeps the unsharded BF16 parameters from forward to backward.
+  j.parallel.zero_stage = 2;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 3, BufferSizes{}).weights_bytes, 4 * params / 4 + 2 * params);
 }
 
 // Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with

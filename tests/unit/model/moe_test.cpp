@@ -886,5 +886,31 @@ TEST(Moe, CombineNodeKernelsAreMarked) {
   for (const LayerOp& op : layer_forward_ops(job, LayerKind{})) EXPECT_FALSE(op.combine_node) << op.name;
 }
 
+// Under FP8 with SP, the shared experts' FC1 (a plain TE linear) quantizes its input shard
+// row-wise and gathers one byte an element, whatever the recipe; MLA's separate norm feeds
+// duplicated down-projections that quantize their own input shards both ways (no norm-output
+// cast, no gathered copy to transpose).
+TEST(Moe, Fp8SharedExpertAndMlaInputCasts) {
+  auto j = moe_job("deepseek-v3");
+  j["parallel"]["tensor_model_parallel_size"] = 2;
+  j["parallel"]["sequence_parallel"] = true;
+  j["parallel"]["expert_model_parallel_size"] = 32;
+  j["training"]["precision"] = "fp8";
+  j["training"]["fp8_recipe"] = "blockwise";
+  const JobSpec job = test::parse(j);
+  const LayerKind moe{true, false};
+  const std::vector<LayerOp> fwd = layer_forward_ops(job, moe);
+  const std::vector<LayerOp> bwd = layer_backward_ops(job, moe);
+  const double shard = 4096.0 / 2 * 7168;
+  EXPECT_DOUBLE_EQ(op_named(fwd, "tp_all_gather_shared_experts").comm_bytes, 2 * shard * 1.0);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "tp_all_gather_wgrad_shared_experts").comm_bytes, 2 * shard * 1.0);
+  EXPECT_DOUBLE_EQ(op_named(fwd, "fp8_cast_shared_fc1_input").bytes, shard * 3.0);  // read 2, write 1
+  EXPECT_DOUBLE_EQ(op_named(fwd, "fp8_cast_transpose_q_down_input").bytes, shard * 4.0);
+  EXPECT_DOUBLE_EQ(op_named(fwd, "fp8_cast_transpose_kv_down_input").bytes, shard * 4.0);
+  for (const auto& ops : {fwd, bwd}) {
+    for (const auto& op : ops) EXPECT_EQ(op.name.find("input_norm_output"), std::string::npos) << op.name;
+  }
+}
+
 }  // namespace
 }  // namespace megasim
