@@ -22,6 +22,32 @@ MlaWidths mla_widths(const JobSpec& job, const Dims& x) {
 
 }  // namespace
 
+namespace {
+
+// This rank's share of the tokens: its sequence shard under SP, every token without.
+Dims on_shard(const Dims& x) {
+  Dims s = x;
+  if (x.sp) s.tokens = x.tokens / x.t;
+  return s;
+}
+
+// A latent's norm (fused into the up-projection, TELayerNormColumnParallelLinear) on this rank's
+// shard, its FP8 cast, and under SP the all-gather of the latent the up-projection runs on.
+void add_latent_norm_and_gather(std::vector<LayerOp>& ops, const Dims& x, const Dims& xs, const std::string& name,
+                                std::int64_t latent, bool overlap) {
+  const double shard = dd(xs.tokens) * dd(latent);
+  ops.push_back(mem(name + "_norm", OpKind::Norm, 2.0 * shard * x.e, 1));
+  add_fp8_norm_output_cast(ops, x, name + "_norm_output", shard);
+  add_ag(ops, x, ("tp_all_gather_" + name).c_str(), overlap, norm_out_bytes(x), latent);
+}
+
+}  // namespace
+
+// MLA (Megatron-Core multi_latent_attention.py get_query_key_value_tensors): the down-projections
+// are duplicated TELinears on this rank's sequence shard (nothing gathered: each quantizes its own
+// 16-bit input both ways under FP8); the up-projections are column-parallel and gather the
+// latents, smaller than the hidden states, under SP; the shared rope key is gathered too.
+// Without a query latent the query projection is column-parallel on the gathered hidden states.
 void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const std::int64_t T = x.tokens;
   if (!x.mla) {
@@ -29,45 +55,79 @@ void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
     return;
   }
   const MlaWidths w = mla_widths(job, x);
-  // Under FP8 each duplicated down-projection (TELinear, parallel_mode "duplicated") quantizes its
-  // 16-bit input, this rank's shard, both ways at once: nothing is gathered.
+  const Dims xs = on_shard(x);
+  const double shard_h = dd(xs.tokens) * dd(x.h);
   if (w.q_latent > 0) {
-    add_fp8_cast_transpose(ops, x, "q_down_input", resid_elems(x));
-    ops.push_back(linear(x, "q_down", T, w.q_latent, x.h, false));
-    ops.push_back(mem("q_latent_norm", OpKind::Norm, 2.0 * dd(T) * dd(w.q_latent) * x.e, 1));
+    add_fp8_cast_transpose(ops, x, "q_down_input", shard_h);
+    ops.push_back(linear(x, "q_down", xs.tokens, w.q_latent, x.h, false));
+  }
+  add_fp8_cast_transpose(ops, x, "kv_down_input", shard_h);
+  ops.push_back(linear(x, "kv_down", xs.tokens, w.kv_down, x.h, false));
+  add_ag(ops, x, "tp_all_gather_rope_key", false, x.e, job.model.mla.qk_rope_head_dim);
+  if (w.q_latent > 0) {
+    add_latent_norm_and_gather(ops, x, xs, "q_latent", w.q_latent, x.attn_overlap);
     ops.push_back(linear(x, "q_up", T, w.q_up, w.q_latent, x.attn_overlap));
   } else {
+    add_fp8_norm_output_cast(ops, x, "input_norm_output", shard_h);
+    add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
     ops.push_back(linear(x, "q_proj", T, w.q_up, x.h, x.attn_overlap));
   }
-  add_fp8_cast_transpose(ops, x, "kv_down_input", resid_elems(x));
-  ops.push_back(linear(x, "kv_down", T, w.kv_down, x.h, false));
-  ops.push_back(mem("kv_latent_norm", OpKind::Norm, 2.0 * dd(T) * dd(w.kv_latent) * x.e, 1));
+  add_latent_norm_and_gather(ops, x, xs, "kv_latent", w.kv_latent, x.attn_overlap);
   ops.push_back(linear(x, "kv_up", T, w.kv_up, w.kv_latent, x.attn_overlap));
 }
 
+// recompute_modules mla_up_proj: the checkpointed up-projections with their fused norms and
+// gathers, and the RoPE of their outputs.
 void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const MlaWidths w = mla_widths(job, x);
-  if (w.q_latent > 0) ops.push_back(linear(x, "q_up", x.tokens, w.q_up, w.q_latent, x.attn_overlap));
+  const Dims xs = on_shard(x);
+  if (w.q_latent > 0) {
+    add_latent_norm_and_gather(ops, x, xs, "q_latent", w.q_latent, x.attn_overlap);
+    ops.push_back(linear(x, "q_up", x.tokens, w.q_up, w.q_latent, x.attn_overlap));
+  }
+  add_latent_norm_and_gather(ops, x, xs, "kv_latent", w.kv_latent, x.attn_overlap);
   ops.push_back(linear(x, "kv_up", x.tokens, w.kv_up, w.kv_latent, x.attn_overlap));
   // RoPE on the rope part of the queries and the shared key (Megatron-Core recomputes it with them).
   const double rope = dd(x.tokens) * dd(x.a_local + 1) * dd(job.model.mla.qk_rope_head_dim);
   ops.push_back(mem("mla_rope", OpKind::Elementwise, 2.0 * rope * x.e, 1));
 }
 
+namespace {
+
+// An up-projection's backward: its output gradient cast, dgrad and wgrad on every token; the
+// gathered latent's transpose for the wgrad; the latent's gradient reduce-scattered (all-reduced
+// without SP) back to the shard and the latent gathered again for the wgrad; the norm's backward
+// on the shard.
+void add_up_projection_bwd(std::vector<LayerOp>& ops, const Dims& x, const Dims& xs, const std::string& name,
+                           std::int64_t out, std::int64_t latent) {
+  if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose(name + "_latent_norm_output", dd(x.tokens) * dd(latent)));
+  const std::size_t dgrad = add_linear_bwd(ops, x, (name + "_up").c_str(), out, latent, x.attn_overlap);
+  add_col_bwd_comm(ops, x, (name + "_latent").c_str(), x.attn_overlap, {dgrad}, norm_out_bytes(x), latent);
+  ops.push_back(mem(name + "_latent_norm_bwd", OpKind::Norm, 3.0 * dd(xs.tokens) * dd(latent) * x.e, 1));
+}
+
+}  // namespace
+
 std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   if (!x.mla) return add_linear_bwd(ops, x, "qkv", x.q_local + x.kv_local, x.h, x.attn_overlap);
   const MlaWidths w = mla_widths(job, x);
-  const std::int64_t T = x.tokens;
-  add_linear_bwd(ops, x, "kv_up", w.kv_up, w.kv_latent, x.attn_overlap);
-  ops.push_back(mem("kv_latent_norm_bwd", OpKind::Norm, 3.0 * dd(T) * dd(w.kv_latent) * x.e, 1));
-  const std::size_t kv_down = add_linear_bwd(ops, x, "kv_down", w.kv_down, x.h, false);
+  const Dims xs = on_shard(x);
+  add_up_projection_bwd(ops, x, xs, "kv", w.kv_up, w.kv_latent);
+  // The rope key's gather backward: a reduce-scatter of its gradient.
+  if (x.sp && x.t > 1) {
+    ops.push_back(comm("tp_reduce_scatter_rope_key_grad", OpKind::TpReduceScatter,
+                       dd(x.tokens) * dd(job.model.mla.qk_rope_head_dim) * x.e, false));
+  }
+  // The duplicated down-projections' backward on the shard: their dgrad is this rank's own.
+  const std::size_t kv_down = add_linear_bwd(ops, xs, "kv_down", w.kv_down, x.h, false);
   if (w.q_latent == 0) {
-    add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap);
+    const std::size_t q = add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap);
+    if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("input_norm_output", dd(x.tokens) * dd(x.h)));
+    add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {q}, norm_out_bytes(x));
     return kv_down;
   }
-  add_linear_bwd(ops, x, "q_up", w.q_up, w.q_latent, x.attn_overlap);
-  ops.push_back(mem("q_latent_norm_bwd", OpKind::Norm, 3.0 * dd(T) * dd(w.q_latent) * x.e, 1));
-  add_linear_bwd(ops, x, "q_down", w.q_latent, x.h, false);
+  add_up_projection_bwd(ops, x, xs, "q", w.q_up, w.q_latent);
+  add_linear_bwd(ops, xs, "q_down", w.q_latent, x.h, false);
   return kv_down;
 }
 

@@ -273,12 +273,13 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
 // _customize_quantizers_float8_current_scaling: with_amax_reduction on the TP group for a
 // sequence-parallel column input and row grad_output): a latency-bound collective on the
 // compute stream before the gather.
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes,
+            std::int64_t width) {
   if (!x.sp) return;
   if (elem_bytes == 1.0 && x.fp8 && x.fp8_recipe == Fp8Recipe::Tensorwise && x.t > 1) {
     ops.push_back(comm(std::string(name) + "_amax_all_reduce", OpKind::TpAllReduce, 4.0, false));
   }
-  ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
+  ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(width > 0 ? width : x.h) * elem_bytes, overlap));
 }
 void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
   add_ag(ops, x, name, overlap, x.e);
@@ -367,8 +368,10 @@ std::vector<LayerOp> forward_kernels(const JobSpec& job, const LayerKind& kind, 
   ops.push_back(norm_fwd(x, "input_norm"));
   // MLA's norm is a module of its own and its down-projections quantize their inputs themselves
   // (add_qkv_fwd).
-  if (!x.mla) add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
-  add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
+  if (!x.mla) {
+    add_fp8_norm_output_cast(ops, x, "input_norm_output", resid_elems(x));
+    add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
+  }
   add_qkv_fwd(ops, job, x);
   add_query_reshape_copy(ops, job, x);
   add_qk_norm(ops, x, false);
@@ -454,20 +457,19 @@ void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* na
 // all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
 // `dgrads`: the linears' dgrad GEMM positions (add_linear_bwd); each wgrad GEMM follows its dgrad.
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
-                      const std::vector<std::size_t>& dgrads, double input_elem_bytes) {
+                      const std::vector<std::size_t>& dgrads, double input_elem_bytes, std::int64_t width) {
   if (x.t <= 1) return;
+  const double elems = dd(x.tokens) * dd(width > 0 ? width : x.h);
   std::vector<std::size_t> wgrads;
   for (const std::size_t d : dgrads) wgrads.push_back(d + 1);
   if (x.sp) {
-    ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather,
-                       dd(x.tokens) * dd(x.h) * input_elem_bytes, overlap));
+    ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather, elems * input_elem_bytes,
+                       overlap));
     ops.back().beside_gemms = dgrads;
-    ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter,
-                       dd(x.tokens) * dd(x.h) * x.e, overlap));
+    ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter, elems * x.e, overlap));
     ops.back().beside_gemms = wgrads;
   } else {
-    ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce,
-                       dd(x.tokens) * dd(x.h) * x.e, overlap));
+    ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce, elems * x.e, overlap));
     ops.back().beside_gemms = wgrads;
   }
 }
@@ -526,7 +528,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   add_qkv_grad_concat(ops, job, x);
   if (!x.mla && fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("input_norm_output", norm_out));
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
-  add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));
+  if (!x.mla) add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));  // MLA's: add_qkv_bwd
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
   return ops;
 }

@@ -75,7 +75,9 @@ void add_fsdp_staging(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
 LayerOp act_fwd(const Dims& x);  // over x.tokens x x.f_local (x.fc1_local in)
 LayerOp act_bwd(const Dims& x);
 // TP all-gather of the SP shard / reduce-scatter (all-reduce without SP) of T x h elements.
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
+// `width` features a token (0: the hidden size).
+void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes,
+            std::int64_t width = 0);
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes);
 // The same with 16-bit elements (x.e).
 void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap);
@@ -129,7 +131,7 @@ std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char*
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap);
 void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap);
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
-                      const std::vector<std::size_t>& dgrads, double input_elem_bytes);
+                      const std::vector<std::size_t>& dgrads, double input_elem_bytes, std::int64_t width = 0);
 
 // The attention block's input projections: one QKV GEMM, or MLA's down- and up-projections
 // (attention_projections.cpp). The backward returns the position of the dgrad GEMM whose wgrad

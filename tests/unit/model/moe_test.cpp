@@ -910,6 +910,18 @@ TEST(Moe, Fp8SharedExpertAndMlaInputCasts) {
   for (const auto& ops : {fwd, bwd}) {
     for (const auto& op : ops) EXPECT_EQ(op.name.find("input_norm_output"), std::string::npos) << op.name;
   }
+  // Megatron-Core's MLA layout under SP: the duplicated down-projections run on the shard, the
+  // hidden states are not gathered, the up-projections gather the latents (FP8 out of their fused
+  // norms) and reduce-scatter the latents' gradients.
+  EXPECT_EQ(op_named(fwd, "q_down").gemm_m, 2048);
+  EXPECT_EQ(op_named(fwd, "kv_down").gemm_m, 2048);
+  EXPECT_EQ(op_named(fwd, "q_up").gemm_m, 4096);
+  for (const auto& op : fwd) EXPECT_NE(op.name, "tp_all_gather_attn");
+  EXPECT_DOUBLE_EQ(op_named(fwd, "tp_all_gather_q_latent").comm_bytes, 4096.0 * 1536 * 1.0);
+  EXPECT_DOUBLE_EQ(op_named(fwd, "tp_all_gather_kv_latent").comm_bytes, 4096.0 * 512 * 1.0);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "tp_reduce_scatter_dgrad_q_latent").comm_bytes, 4096.0 * 1536 * 2.0);
+  for (const auto& op : bwd) EXPECT_NE(op.name, "tp_reduce_scatter_dgrad_attn");
+  EXPECT_EQ(op_named(bwd, "q_down_wgrad").gemm_k, 2048);
 }
 
 }  // namespace
