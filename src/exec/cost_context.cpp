@@ -41,6 +41,21 @@ double host_s_per_launch(const Context& c, bool moe_layer, PassDirection directi
   return c.hw.host_dispatch_s * factor;
 }
 
+double pipeline_p2p_bytes(const JobSpec& job) {
+  const auto& par = job.parallel;
+  const double boundary_bytes = static_cast<double>(job.training.micro_batch_size) *
+                                static_cast<double>(job.training.seq_length / par.context_parallel_size) *
+                                static_cast<double>(job.model.hidden_size) *
+                                activation_bytes_per_element(job.training.precision);
+  return boundary_bytes / par.tensor_model_parallel_size;
+}
+
+std::int64_t pipeline_peer_stride(const JobSpec& job) {
+  const auto& par = job.parallel;
+  return static_cast<std::int64_t>(par.tensor_model_parallel_size) * par.context_parallel_size *
+         (par.placement == PlacementOrder::DpFirst ? par.data_parallel_size : 1);
+}
+
 CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus) {
   CollGroupShape g;
   g.ranks = static_cast<int>(ranks);

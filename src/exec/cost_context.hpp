@@ -25,6 +25,12 @@ struct StepCostData {
 // The shape of the communicator formed by `ranks` GPUs placed `stride` GPUs apart.
 CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus);
 
+// Pipeline p2p: with sequence parallelism (or Megatron's scatter-gather optimisation) each TP
+// rank sends only its 1/t slice of the b x s x h activation, over its own rail's NIC, to the
+// rank `pipeline_peer_stride` GPUs away.
+double pipeline_p2p_bytes(const JobSpec& job);
+std::int64_t pipeline_peer_stride(const JobSpec& job);
+
 struct Context {
   const JobSpec& job;
   const HardwareProfile& hw;

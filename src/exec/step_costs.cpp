@@ -20,21 +20,13 @@ namespace megasim {
 
 namespace {
 
-// Pipeline p2p: with sequence parallelism (or Megatron's scatter-gather optimisation) each TP
-// rank sends only its 1/t slice of the b x s x h activation, over its own rail's NIC.
+// Pipeline p2p (pipeline_p2p_bytes, pipeline_peer_stride).
 void add_p2p_costs(const Context& ctx, StepCosts& c) {
   const JobSpec& job = ctx.job;
   const auto& par = job.parallel;
-  const int tp = par.tensor_model_parallel_size;
-  const int cp = par.context_parallel_size;
-  const double act_bytes = activation_bytes_per_element(job.training.precision);
-  const double boundary_bytes = static_cast<double>(job.training.micro_batch_size) *
-                                static_cast<double>(job.training.seq_length / cp) *
-                                static_cast<double>(job.model.hidden_size) * act_bytes;
-  c.p2p_bytes = boundary_bytes / tp;
+  c.p2p_bytes = pipeline_p2p_bytes(job);
   c.p2p_nics = 1;
-  const std::int64_t pp_stride =
-      static_cast<std::int64_t>(tp) * cp * (par.placement == PlacementOrder::DpFirst ? par.data_parallel_size : 1);
+  const std::int64_t pp_stride = pipeline_peer_stride(job);
   c.p2p_time_s = par.pipeline_model_parallel_size > 1
                      ? collective_time_s(CollOp::SendRecv, c.p2p_bytes,
                                          group_shape(2, pp_stride, nvlink_domain_gpus(job.cluster)), job.cluster, ctx.nccl)

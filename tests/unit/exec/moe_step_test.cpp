@@ -2,6 +2,7 @@
 // GEMMs, and what the routing skew costs.
 #include <gtest/gtest.h>
 
+#include "megasim/coll/cost_model.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/core/error.hpp"
 #include "megasim/config/load.hpp"
@@ -152,6 +153,42 @@ TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
   merge_ep_phases(c, f, b);
   EXPECT_NEAR(b.ep_merged_exposed_s, 0.25e-3, 1e-12);
   EXPECT_NEAR(f.ep_merged_exposed_s, 0.25e-3, 1e-12);
+}
+
+// A merged pair's pipeline sends run on into the next pair's first phase and share this GPU's
+// NIC with the backward's combine-gradient exchange when the peer stage is on another node and
+// the EP group spans nodes: the exchange's chain grows by the two sends' time on the NIC, which
+// costs only where that phase is not hidden.
+TEST(MoeStep, MergedPipelineSendsShareTheExchangesNic) {
+  const JobSpec job = qwen3_30b({"cluster.num_gpus=32", "parallel.pipeline_model_parallel_size=2",
+                                 "parallel.expert_model_parallel_size=16"});
+  const auto data = load_step_cost_data(job, catalog());
+  Context c = make_context(job, *data);
+  c.ep_overlap_slowdown = 0.0;
+  ASSERT_EQ(c.ep_group.nodes, 2);
+  PassTimes f, b;
+  f.attention_side_kernels_s = 3e-3;
+  f.expert_side_kernels_s = 1e-3;
+  f.compute_s = 4e-3;
+  b.attention_side_kernels_s = 4e-3;
+  b.expert_side_kernels_s = 2e-3;
+  b.compute_s = 6e-3;
+  b.first_exchange_s = 4e-3;  // beside the forward's 3 ms attention side: 1 ms out already
+  const double sends = 2.0 * pipeline_p2p_bytes(job) / nic_effective_Bps(job.cluster, data->nccl);
+  EXPECT_NEAR(sends, 2.0 * 4096 * 2048 * 2 / 47e9, 1e-9);  // two 16 MiB sends at NDR's 47 GB/s
+  EXPECT_NEAR(pipeline_sends_on_exchange_nic_s(c, f, b, 1), sends, 1e-12);
+  b.first_exchange_s = 1e-3;  // 1 + 0.7 ms still hide behind 3 ms
+  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(c, f, b, 1), 0.0);
+  // The peer stage inside this NVLink domain (a 32-GPU domain holds both stages), or an EP
+  // group inside one node: no shared NIC.
+  b.first_exchange_s = 4e-3;
+  JobSpec one_domain = job;
+  one_domain.cluster.nvlink_domain_size = 32;
+  Context cd = make_context(one_domain, *data);
+  cd.ep_group.nodes = 2;
+  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(cd, f, b, 1), 0.0);
+  c.ep_group.nodes = 1;
+  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(c, f, b, 1), 0.0);
 }
 
 // Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs
