@@ -38,6 +38,7 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     load.cp_s += ch.fwd_cp_exposed_s + ch.bwd_cp_exposed_s;
     load.ep_s += (1.0 - alone) * (ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s) +
                  alone * (ch.fwd_ep_alone_s + ch.bwd_ep_alone_s);
+    load.pp_s += (1.0 - alone) * ch.merged_pp_wait_s;
     load.launch_s += 2.0 * c.launch_overhead_per_chunk_s;
   }
   if (c.pp > 1 && !pp_overlap) {
@@ -48,7 +49,7 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     double boundaries = 2.0 * c.vpp;
     if (stage == 0) boundaries -= 1.0;
     if (stage == c.pp - 1) boundaries -= 1.0;
-    load.pp_s = boundaries * c.p2p_time_s;
+    load.pp_s += boundaries * c.p2p_time_s;
   }
   return load;
 }

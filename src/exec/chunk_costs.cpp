@@ -84,10 +84,7 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
   }
   ChunkCosts ch = pass_costs(c, f, b, ov);
   if (job.system.overlap_moe_expert_parallel_comm) {
-    int moe_layers = 0;
-    for (std::int64_t i = first; i < first + layers; ++i) moe_layers += is_moe_layer(job.model, i) ? 1 : 0;
-    for (std::int64_t i = 0; i < mtp; ++i) moe_layers += is_moe_layer(job.model, job.model.num_hidden_layers + i) ? 1 : 0;
-    ch.bwd_ep_exposed_s += pipeline_sends_on_exchange_nic_s(c, f, b, moe_layers);
+    ch.merged_pp_wait_s = merged_pair_receive_wait_s(c, b, layers + static_cast<int>(mtp));
   }
   double params = 0;
   if (is_moe(job.model)) {
@@ -166,24 +163,22 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
 
 }  // namespace
 
-// Megatron-Core's merged pair ends with its pipeline sends (model_chunk_schedule_plan.py: the
-// forward's send_forward_recv_forward on the communication stream, the backward's
-// send_backward_recv_backward on the compute stream, both asynchronous under overlap_p2p_comm),
-// so they run on into the next pair's first phase, the backward's combine-gradient exchange,
-// and share this GPU's NIC with it when both leave the node (the peer stage is a whole stride
-// of GPUs away, on this GPU's rail): that exchange's chain grows by the two sends' time on the
-// NIC. What this adds to one pair, on the chunk's average MoE layer.
-double pipeline_sends_on_exchange_nic_s(const Context& c, const PassTimes& f, const PassTimes& b, int moe_layers) {
+// Megatron-Core's merged pair (model_chunk_schedule_plan.py run) starts by waiting, on the
+// compute stream, for the two pipeline receives its passes need (pre_forward, pre_backward wait
+// the handles), and the previous pair posted them only as it ended (post_forward,
+// post_backward: send_forward_recv_forward and send_backward_recv_backward, asynchronous under
+// overlap_p2p_comm, one after the other on the pipeline group's NCCL stream; schedules.py). So
+// both transfers run between the two pairs, hidden only by the previous pair's tail: the
+// delayed attention weight gradients of its first layer (attn.backward_dw). Outside the merged
+// step a forward and a backward alternate, so each receive has a whole pass to arrive.
+double merged_pair_receive_wait_s(const Context& c, const PassTimes& b, int layers) {
   const JobSpec& job = c.job;
-  if (moe_layers == 0 || job.parallel.pipeline_model_parallel_size <= 1 || c.ep_group.nodes <= 1) return 0.0;
-  if (pipeline_peer_stride(job) < nvlink_domain_gpus(job.cluster)) return 0.0;  // the peer is over NVLink
-  const double sends_s = 2.0 * pipeline_p2p_bytes(job) / nic_effective_Bps(job.cluster, c.nccl);
-  const PassSides fs = pass_sides(f), bs = pass_sides(b);
-  const double n = moe_layers;
-  const double exchange = b.first_exchange_s / n, node = bs.combine_node_s / n, beside = fs.attention_s / n;
-  const double slow = c.ep_overlap_slowdown;
-  return exposed_combine_chain_s(exchange + sends_s, node, beside, slow) -
-         exposed_combine_chain_s(exchange, node, beside, slow);
+  if (layers <= 0 || job.parallel.pipeline_model_parallel_size <= 1) return 0.0;
+  const double transfer_s =
+      collective_time_s(CollOp::SendRecv, pipeline_p2p_bytes(job),
+                        group_shape(2, pipeline_peer_stride(job), nvlink_domain_gpus(job.cluster)), job.cluster, c.nccl);
+  const double tail_s = b.attention_wgrad_s / layers;
+  return std::max(0.0, 2.0 * transfer_s - tail_s);
 }
 
 double after_host_slack_s(double exposed_s, const PassTimes& t) {

@@ -29,10 +29,9 @@ LayerPasses time_layer_passes(const Context& c);
 // pass's ep_merged_exposed_s, its EP exchanges beyond the compute of their own phase.
 void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b);
 
-// Under the merged step: what one merged pair's pipeline sends add to the next pair's first
-// exchange when both share this GPU's NIC (chunk_costs.cpp), on a chunk's summed passes of
-// `moe_layers` MoE layers.
-double pipeline_sends_on_exchange_nic_s(const Context& c, const PassTimes& f, const PassTimes& b, int moe_layers);
+// Under the merged step: what one merged pair waits at its start for its two pipeline receives
+// (chunk_costs.cpp), from a chunk's summed backward of `layers` layers.
+double merged_pair_receive_wait_s(const Context& c, const PassTimes& b, int layers);
 
 // EP traffic left on a pass's critical path once the host's launch slack has taken what it
 // can: where the host, not the GPU, bounds a pass and nothing makes the host wait (padded

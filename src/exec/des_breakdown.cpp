@@ -126,6 +126,7 @@ StepReport summarize_des_run(const DesExecutor& ex, const DesOptions& options) {
     b.exposed_tp_comm_s += task.tp_exposed_s;
     b.exposed_cp_comm_s += task.cp_exposed_s;
     b.exposed_ep_comm_s += task.ep_exposed_s;
+    b.exposed_pp_comm_s += task.pp_wait_s;
     b.other_s += task.other_s;
     b.straggler_s += task.straggler_s;
     b.exposed_dp_comm_s += tm.slowdown_s;

@@ -228,6 +228,7 @@ PassTimes time_ops(const Context& c, const std::vector<LayerOp>& ops, double hos
     host_launch_s += op_launches(op, chunks) * op_host_s_per_launch(c, op, host_s_per_launch);
     if (op.kind == OpKind::Gemm && op.tp_overlap_path) t.overlap_gemm_s += op_s[i];
     if (op.shared_expert) t.shared_expert_s += op_s[i];
+    if (op.attention_block && op.weight_gradient) t.attention_wgrad_s += op_s[i];
     if (op.combine_node) {
       t.combine_node_kernels_s += op_s[i];
     } else {

@@ -48,6 +48,8 @@ struct PassTimes {
   double second_exchange_s = 0;
   // The combine node's kernels (LayerOp::combine_node), counted in neither side above.
   double combine_node_kernels_s = 0;
+  // The attention block's weight-gradient GEMMs (LayerOp::attention_block), in compute_s.
+  double attention_wgrad_s = 0;
   // EP-group collectives the host issues on the compute stream before a dropless host wait
   // (the all-to-all dispatcher's token-count all-gather): no overlap hides them.
   double ep_serial_comm_s = 0;
@@ -78,6 +80,7 @@ struct PassTimes {
     t.first_exchange_s *= n;
     t.second_exchange_s *= n;
     t.combine_node_kernels_s *= n;
+    t.attention_wgrad_s *= n;
     t.ep_serial_comm_s *= n;
     t.ep_merged_exposed_s *= n;
     return t;
@@ -99,6 +102,7 @@ struct PassTimes {
     first_exchange_s += o.first_exchange_s;
     second_exchange_s += o.second_exchange_s;
     combine_node_kernels_s += o.combine_node_kernels_s;
+    attention_wgrad_s += o.attention_wgrad_s;
     ep_serial_comm_s += o.ep_serial_comm_s;
     ep_merged_exposed_s += o.ep_merged_exposed_s;
     return *this;

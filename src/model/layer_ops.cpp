@@ -517,6 +517,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
     add_col_bwd_comm(ops, x, "mlp", ffn, {fc1}, norm_out_bytes(x));
   }
   ops.push_back(norm_bwd(x, "post_attn_norm_bwd"));
+  const std::size_t attention_from = ops.size();
   add_bda_bwd(ops, x, "bias_dropout_add_attn_bwd");
   add_grad_ag(ops, x, "tp_all_gather_grad_attn", "attn_proj", x.attn_overlap);
   add_proj_input_cast_bwd(ops, x, dd(x.tokens) * dd(x.o_local));
@@ -530,6 +531,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   if (!x.mla) add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));  // MLA's: add_qkv_bwd
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
+  for (std::size_t i = attention_from; i < ops.size(); ++i) ops[i].attention_block = true;
   return ops;
 }
 

@@ -118,6 +118,7 @@ class Builder {
       t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
       t.ep_exposed_s = cp.forward ? (merged ? ch.fwd_ep_exposed_s : ch.fwd_ep_alone_s)
                                   : (merged ? ch.bwd_ep_exposed_s : ch.bwd_ep_alone_s);
+      t.pp_wait_s = !cp.forward && merged ? ch.merged_pp_wait_s : 0.0;
       const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s + t.ep_exposed_s;
       t.straggler_s = c_.straggler_slowdown * pass_s;
       t.other_s = c_.launch_overhead_per_chunk_s + t.straggler_s;

@@ -92,6 +92,9 @@ struct LayerOp {
   // merged 1F1B schedule runs that node on the communication stream, serial with the exchange
   // (models/gpt/fine_grained_callables.py submodule_combine_forward).
   bool combine_node = false;
+  // A backward kernel of the attention block (after the MLP's norm backward): its weight
+  // gradients are what Megatron-Core's merged step delays to a pair's tail (attn.backward_dw).
+  bool attention_block = false;
   // The host blocks before launching this op until the GPU has run everything before it
   // (dropless MoE: the dispatch needs the token counts on the host). Pass timing: pass_times.cpp.
   bool host_waits_for_gpu = false;

@@ -35,6 +35,9 @@ struct ChunkCosts {
   // that overlap.
   double fwd_ep_alone_s = 0;
   double bwd_ep_alone_s = 0;
+  // Megatron-Core's merged 1F1B step: what each merged pair (counted on its backward) waits at
+  // its start for the two pipeline receives the previous pair posted as it ended (chunk_costs.cpp).
+  double merged_pp_wait_s = 0;
   double param_bytes = 0;        // this GPU's parameter bytes of the chunk (before ZeRO sharding)
   // Overlapped DP collectives per step for this chunk, each way: 1 with MegaScale's per-chunk
   // overlap; with system.dp_overlap_granularity = bucket, one per gradient bucket, released as

@@ -87,6 +87,7 @@ struct StepTask {
   double tp_exposed_s = 0;       // exposed TP communication inside the pass
   double cp_exposed_s = 0;       // exposed CP communication inside the pass
   double ep_exposed_s = 0;       // exposed MoE dispatch/combine inside the pass
+  double pp_wait_s = 0;          // a merged 1F1B pair's wait for its pipeline receives
   double other_s = 0;            // launch overhead and expected straggler slow-down
   double straggler_s = 0;        // the straggler part of other_s (for the breakdown)
   double fixed_s = 0;            // data loading or optimizer
@@ -98,7 +99,9 @@ struct StepTask {
   // parameters, StepCosts::edp_*) instead of the DP groups.
   bool expert_dp = false;
   std::vector<TaskIndex> deps;   // must finish before this task starts (besides stream order)
-  double duration_s() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + other_s + fixed_s; }
+  double duration_s() const {
+    return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + pp_wait_s + other_s + fixed_s;
+  }
 };
 
 struct StepGraph {

@@ -155,40 +155,40 @@ TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
   EXPECT_NEAR(f.ep_merged_exposed_s, 0.25e-3, 1e-12);
 }
 
-// A merged pair's pipeline sends run on into the next pair's first phase and share this GPU's
-// NIC with the backward's combine-gradient exchange when the peer stage is on another node and
-// the EP group spans nodes: the exchange's chain grows by the two sends' time on the NIC, which
-// costs only where that phase is not hidden.
-TEST(MoeStep, MergedPipelineSendsShareTheExchangesNic) {
-  const JobSpec job = qwen3_30b({"cluster.num_gpus=32", "parallel.pipeline_model_parallel_size=2",
-                                 "parallel.expert_model_parallel_size=16"});
+// Megatron-Core's merged pair waits at its start for the two pipeline receives the previous
+// pair posted as it ended: both transfers run between the pairs, less the previous pair's tail
+// (the delayed attention weight gradients of one layer). Outside the merged step the receives
+// have a whole pass to arrive.
+TEST(MoeStep, MergedPairWaitsForItsPipelineReceives) {
+  const std::vector<std::string> sets{"cluster.num_gpus=32", "parallel.pipeline_model_parallel_size=2",
+                                      "parallel.virtual_pipeline_model_parallel_size=2",
+                                      "parallel.expert_model_parallel_size=16", "system.moe_token_dispatcher_type=alltoall",
+                                      "training.global_batch_size=64"};
+  const JobSpec job = qwen3_30b(sets);
   const auto data = load_step_cost_data(job, catalog());
-  Context c = make_context(job, *data);
-  c.ep_overlap_slowdown = 0.0;
-  ASSERT_EQ(c.ep_group.nodes, 2);
-  PassTimes f, b;
-  f.attention_side_kernels_s = 3e-3;
-  f.expert_side_kernels_s = 1e-3;
-  f.compute_s = 4e-3;
-  b.attention_side_kernels_s = 4e-3;
-  b.expert_side_kernels_s = 2e-3;
-  b.compute_s = 6e-3;
-  b.first_exchange_s = 4e-3;  // beside the forward's 3 ms attention side: 1 ms out already
-  const double sends = 2.0 * pipeline_p2p_bytes(job) / nic_effective_Bps(job.cluster, data->nccl);
-  EXPECT_NEAR(sends, 2.0 * 4096 * 2048 * 2 / 47e9, 1e-9);  // two 16 MiB sends at NDR's 47 GB/s
-  EXPECT_NEAR(pipeline_sends_on_exchange_nic_s(c, f, b, 1), sends, 1e-12);
-  b.first_exchange_s = 1e-3;  // 1 + 0.7 ms still hide behind 3 ms
-  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(c, f, b, 1), 0.0);
-  // The peer stage inside this NVLink domain (a 32-GPU domain holds both stages), or an EP
-  // group inside one node: no shared NIC.
-  b.first_exchange_s = 4e-3;
-  JobSpec one_domain = job;
-  one_domain.cluster.nvlink_domain_size = 32;
-  Context cd = make_context(one_domain, *data);
-  cd.ep_group.nodes = 2;
-  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(cd, f, b, 1), 0.0);
-  c.ep_group.nodes = 1;
-  EXPECT_DOUBLE_EQ(pipeline_sends_on_exchange_nic_s(c, f, b, 1), 0.0);
+  const Context c = make_context(job, *data);
+  // The peer stage is 16 GPUs away (DP first), over the NIC: two 16 MiB transfers at NDR's
+  // 47 GB/s, plus their latency.
+  const double wire_s = 2.0 * 4096 * 2048 * 2 / 47e9;
+  PassTimes b;
+  const double wait = merged_pair_receive_wait_s(c, b, 1);
+  EXPECT_GT(wait, wire_s);
+  EXPECT_LT(wait, wire_s + 100e-6);
+  b.attention_wgrad_s = 4 * 0.2e-3;  // four layers' attention weight gradients, 0.2 ms each
+  EXPECT_NEAR(merged_pair_receive_wait_s(c, b, 4), wait - 0.2e-3, 1e-12);
+  b.attention_wgrad_s = 10.0;
+  EXPECT_DOUBLE_EQ(merged_pair_receive_wait_s(c, b, 1), 0.0);
+  // In the step: the merged schedule's pipeline wait shows as exposed pipeline time.
+  std::vector<std::string> merged_sets = sets;
+  merged_sets.push_back("system.overlap_moe_expert_parallel_comm=true");
+  SimulateOptions o;
+  o.engine = EngineKind::Analytic;
+  const StepReport plain = simulate_step(qwen3_30b(sets), catalog(), o);
+  const StepReport merged = simulate_step(qwen3_30b(merged_sets), catalog(), o);
+  EXPECT_GT(merged.breakdown.exposed_pp_comm_s, plain.breakdown.exposed_pp_comm_s + 0.5 * wait);
+  o.engine = EngineKind::Des;
+  EXPECT_GT(simulate_step(qwen3_30b(merged_sets), catalog(), o).breakdown.exposed_pp_comm_s,
+            simulate_step(qwen3_30b(sets), catalog(), o).breakdown.exposed_pp_comm_s + 0.5 * wait);
 }
 
 // Without a host wait (padded capacity), a host-bound pass keeps launching while the stream runs
