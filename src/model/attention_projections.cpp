@@ -41,6 +41,19 @@ void add_latent_norm_and_gather(std::vector<LayerOp>& ops, const Dims& x, const 
   add_ag(ops, x, ("tp_all_gather_" + name).c_str(), overlap, norm_out_bytes(x), latent);
 }
 
+// Without a query latent: the query projection, a plain column-parallel TE linear on the hidden
+// states behind MLA's own norm, quantizes its input itself (the shard row-wise before the SP
+// gather, transposed again in the backward; without SP both ways at once).
+void add_q_proj_fwd(std::vector<LayerOp>& ops, const Dims& x, const MlaWidths& w) {
+  if (x.sp) {
+    add_fp8_cast(ops, x, "q_proj_input", resid_elems(x));
+  } else {
+    add_fp8_cast_transpose(ops, x, "q_proj_input", dd(x.tokens) * dd(x.h));
+  }
+  add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
+  ops.push_back(linear(x, "q_proj", x.tokens, w.q_up, x.h, x.attn_overlap));
+}
+
 }  // namespace
 
 // MLA (Megatron-Core multi_latent_attention.py get_query_key_value_tensors): the down-projections
@@ -68,9 +81,7 @@ void add_qkv_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
     add_latent_norm_and_gather(ops, x, xs, "q_latent", w.q_latent, x.attn_overlap);
     ops.push_back(linear(x, "q_up", T, w.q_up, w.q_latent, x.attn_overlap));
   } else {
-    add_fp8_norm_output_cast(ops, x, "input_norm_output", shard_h);
-    add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
-    ops.push_back(linear(x, "q_proj", T, w.q_up, x.h, x.attn_overlap));
+    add_q_proj_fwd(ops, x, w);
   }
   add_latent_norm_and_gather(ops, x, xs, "kv_latent", w.kv_latent, x.attn_overlap);
   ops.push_back(linear(x, "kv_up", T, w.kv_up, w.kv_latent, x.attn_overlap));
@@ -84,6 +95,8 @@ void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const
   if (w.q_latent > 0) {
     add_latent_norm_and_gather(ops, x, xs, "q_latent", w.q_latent, x.attn_overlap);
     ops.push_back(linear(x, "q_up", x.tokens, w.q_up, w.q_latent, x.attn_overlap));
+  } else {
+    add_q_proj_fwd(ops, x, w);  // the checkpointed function runs linear_q_proj too
   }
   add_latent_norm_and_gather(ops, x, xs, "kv_latent", w.kv_latent, x.attn_overlap);
   ops.push_back(linear(x, "kv_up", x.tokens, w.kv_up, w.kv_latent, x.attn_overlap));
@@ -121,8 +134,9 @@ std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dim
   // The duplicated down-projections' backward on the shard: their dgrad is this rank's own.
   const std::size_t kv_down = add_linear_bwd(ops, xs, "kv_down", w.kv_down, x.h, false);
   if (w.q_latent == 0) {
+    // The gathered input's transpose for the wgrad, before the GEMMs that read it.
+    if (x.sp) add_fp8_transpose(ops, x, "q_proj_input", dd(x.tokens) * dd(x.h));
     const std::size_t q = add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap);
-    if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose("input_norm_output", dd(x.tokens) * dd(x.h)));
     add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {q}, norm_out_bytes(x));
     return kv_down;
   }

@@ -922,6 +922,31 @@ TEST(Moe, Fp8SharedExpertAndMlaInputCasts) {
   EXPECT_DOUBLE_EQ(op_named(bwd, "tp_reduce_scatter_dgrad_q_latent").comm_bytes, 4096.0 * 1536 * 2.0);
   for (const auto& op : bwd) EXPECT_NE(op.name, "tp_reduce_scatter_dgrad_attn");
   EXPECT_EQ(op_named(bwd, "q_down_wgrad").gemm_k, 2048);
+  EXPECT_DOUBLE_EQ(op_named(fwd, "tp_all_gather_rope_key").comm_bytes, 4096.0 * 64 * 2.0);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "tp_reduce_scatter_rope_key_grad").comm_bytes, 4096.0 * 64 * 2.0);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "tp_reduce_scatter_dgrad_kv_latent").comm_bytes, 4096.0 * 512 * 2.0);
+  // recompute_modules mla_up_proj replays the up-projections with their norms and gathers.
+  auto rec = j;
+  rec["training"]["recompute"] = "selective";
+  rec["training"]["recompute_modules"] = {"mla_up_proj"};
+  const std::vector<LayerOp> replay = layer_recompute_ops(test::parse(rec), moe);
+  for (const char* name : {"q_latent_norm", "tp_all_gather_q_latent", "q_up", "kv_latent_norm", "tp_all_gather_kv_latent", "kv_up", "mla_rope"}) {
+    EXPECT_NO_THROW(op_named(replay, name)) << name;
+  }
+  // Without a query latent the query projection is a plain TE linear on the gathered hidden
+  // states: its input shard cast row-wise, gathered at 1 byte, transposed for the wgrad.
+  auto no_q_latent = j;
+  no_q_latent["model"] = {{"base", "deepseek-v3"}, {"q_lora_rank", 0}};
+  const JobSpec q0 = test::parse(no_q_latent);
+  const std::vector<LayerOp> f0 = layer_forward_ops(q0, moe);
+  const std::vector<LayerOp> b0 = layer_backward_ops(q0, moe);
+  EXPECT_DOUBLE_EQ(op_named(f0, "fp8_cast_q_proj_input").bytes, shard * 3.0);
+  EXPECT_DOUBLE_EQ(op_named(f0, "tp_all_gather_attn").comm_bytes, 2 * shard * 1.0);
+  EXPECT_EQ(op_named(f0, "q_proj").gemm_m, 4096);
+  EXPECT_NO_THROW(op_named(b0, "fp8_transpose_q_proj_input"));
+  EXPECT_NO_THROW(op_named(b0, "tp_reduce_scatter_dgrad_attn"));
+  rec["model"] = no_q_latent["model"];
+  EXPECT_NO_THROW(op_named(layer_recompute_ops(test::parse(rec), moe), "q_proj"));
 }
 
 }  // namespace
