@@ -79,20 +79,26 @@ TEST(MoeStep, DispatchAcrossNodesIsExposedUnlessOverlapped) {
 // pass's compute: backward combine-gradient | forward attention side, forward dispatch |
 // backward expert side, backward dispatch-gradient | forward expert side, forward combine |
 // backward attention side. An exchange hides only behind its own phase's compute.
+// A pass for the merged-schedule tests: its kernels on each side (and in the combine node), in
+// ms, its compute their sum, and its two exchanges.
+PassTimes merged_pass(double attention_ms, double expert_ms, double node_ms, double first_ms, double second_ms) {
+  PassTimes t;
+  t.attention_side_kernels_s = attention_ms * 1e-3;
+  t.expert_side_kernels_s = expert_ms * 1e-3;
+  t.combine_node_kernels_s = node_ms * 1e-3;
+  t.compute_s = (attention_ms + expert_ms + node_ms) * 1e-3;
+  t.first_exchange_s = first_ms * 1e-3;
+  t.second_exchange_s = second_ms * 1e-3;
+  return t;
+}
+
 TEST(MoeStep, MergedOneFOneBHidesEachExchangeBehindItsOwnPhaseOnly) {
   const JobSpec job = qwen3_30b();
   const auto data = load_step_cost_data(job, catalog());
   Context c = make_context(job, *data);
   c.ep_overlap_slowdown = 0.0;
-  PassTimes f, b;
-  f.attention_side_kernels_s = 3e-3;
-  f.expert_side_kernels_s = 1e-3;
-  f.compute_s = 4e-3;
-  f.first_exchange_s = f.second_exchange_s = 2e-3;
-  b.attention_side_kernels_s = 4e-3;
-  b.expert_side_kernels_s = 2e-3;
-  b.compute_s = 6e-3;
-  b.first_exchange_s = b.second_exchange_s = 2e-3;
+  PassTimes f = merged_pass(3, 1, 0, 2, 2);
+  PassTimes b = merged_pass(4, 2, 0, 2, 2);
   merge_ep_phases(c, f, b);
   // Forward dispatch 2 beside backward expert side 2, forward combine 2 beside backward attention 4.
   EXPECT_DOUBLE_EQ(f.ep_merged_exposed_s, 0.0);
@@ -118,18 +124,8 @@ TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
   const auto data = load_step_cost_data(job, catalog());
   Context c = make_context(job, *data);
   c.ep_overlap_slowdown = 0.0;
-  PassTimes f, b;
-  f.attention_side_kernels_s = 3e-3;
-  f.expert_side_kernels_s = 1e-3;
-  f.combine_node_kernels_s = 1e-3;
-  f.compute_s = 5e-3;
-  f.first_exchange_s = 1e-3;
-  f.second_exchange_s = 5e-3;
-  b.attention_side_kernels_s = 4e-3;
-  b.expert_side_kernels_s = 2e-3;
-  b.compute_s = 6e-3;
-  b.first_exchange_s = 3.5e-3;
-  b.second_exchange_s = 1e-3;
+  PassTimes f = merged_pass(3, 1, 1, 1, 5);
+  PassTimes b = merged_pass(4, 2, 0, 3.5, 1);
   merge_ep_phases(c, f, b);
   // Backward combine-gradient 3.5 beside the forward's attention side 3 only (its combine node
   // runs in the last phase, on the other stream): 0.5 out; dispatch-gradient 1 beside 1: hidden.
@@ -147,9 +143,7 @@ TEST(MoeStep, MergedOneFOneBRunsTheCombineNodeAfterItsExchange) {
   // its dispatch-gradient (1) beside the forward's expert side (1): 0.25. Forward: dispatch 1
   // beside 2: 0.25; combine 2 + node 1 beside 4: 0.75 - 1, nothing.
   c.ep_overlap_slowdown = 0.25;
-  b.first_exchange_s = 1.5e-3;
-  b.combine_node_kernels_s = 1e-3;
-  b.compute_s = 7e-3;
+  b = merged_pass(4, 2, 1, 1.5, 1);
   merge_ep_phases(c, f, b);
   EXPECT_NEAR(b.ep_merged_exposed_s, 0.25e-3, 1e-12);
   EXPECT_NEAR(f.ep_merged_exposed_s, 0.25e-3, 1e-12);
