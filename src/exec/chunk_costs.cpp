@@ -174,9 +174,8 @@ void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkC
 double merged_pair_receive_wait_s(const Context& c, const PassTimes& b, int layers) {
   const JobSpec& job = c.job;
   if (layers <= 0 || job.parallel.pipeline_model_parallel_size <= 1) return 0.0;
-  const double transfer_s =
-      collective_time_s(CollOp::SendRecv, pipeline_p2p_bytes(job),
-                        group_shape(2, pipeline_peer_stride(job), nvlink_domain_gpus(job.cluster)), job.cluster, c.nccl);
+  const CollGroupShape peers = group_shape(2, pipeline_peer_stride(job), nvlink_domain_gpus(job.cluster));
+  const double transfer_s = collective_time_s(CollOp::SendRecv, pipeline_p2p_bytes(job), peers, job.cluster, c.nccl);
   const double tail_s = b.attention_wgrad_s / layers;
   return std::max(0.0, 2.0 * transfer_s - tail_s);
 }
@@ -194,9 +193,10 @@ double after_host_slack_s(double exposed_s, const PassTimes& t) {
 //   forward's combine                    | backward's attention side
 // so an exchange hides only behind the compute of its own phase, not behind the whole other
 // pass. The combine node runs on the communication stream: its kernels (the unpermute, the
-// MLP's bias-dropout-add; backward, their gradients) extend the combine's exchange there. Sets each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute
-// (with the SM-sharing slow-down of what hides), and its EP collectives on the compute stream
-// (the token-count all-gather runs in the attention node, on the compute stream), all exposed.
+// MLP's bias-dropout-add; backward, their gradients) extend the combine's exchange there. Sets
+// each pass's ep_merged_exposed_s: its exchanges' time beyond their phase's compute (with the
+// SM-sharing slow-down of what hides), and its EP collectives on the compute stream (the
+// token-count all-gather runs in the attention node, on the compute stream), all exposed.
 void merge_ep_phases(const Context& c, PassTimes& f, PassTimes& b) {
   const PassSides fs = pass_sides(f), bs = pass_sides(b);
   const double slow = c.ep_overlap_slowdown;

@@ -20,10 +20,6 @@ MlaWidths mla_widths(const JobSpec& job, const Dims& x) {
                    x.a_local * (a.qk_nope_head_dim + a.v_head_dim)};
 }
 
-}  // namespace
-
-namespace {
-
 // This rank's share of the tokens: its sequence shard under SP, every token without.
 Dims on_shard(const Dims& x) {
   Dims s = x;
@@ -42,14 +38,9 @@ void add_latent_norm_and_gather(std::vector<LayerOp>& ops, const Dims& x, const 
 }
 
 // Without a query latent: the query projection, a plain column-parallel TE linear on the hidden
-// states behind MLA's own norm, quantizes its input itself (the shard row-wise before the SP
-// gather, transposed again in the backward; without SP both ways at once).
+// states behind MLA's own norm.
 void add_q_proj_fwd(std::vector<LayerOp>& ops, const Dims& x, const MlaWidths& w) {
-  if (x.sp) {
-    add_fp8_cast(ops, x, "q_proj_input", resid_elems(x));
-  } else {
-    add_fp8_cast_transpose(ops, x, "q_proj_input", dd(x.tokens) * dd(x.h));
-  }
+  add_column_input_cast(ops, x, "q_proj_input");
   add_ag(ops, x, "tp_all_gather_attn", x.attn_overlap, norm_out_bytes(x));
   ops.push_back(linear(x, "q_proj", x.tokens, w.q_up, x.h, x.attn_overlap));
 }
@@ -113,7 +104,9 @@ namespace {
 // on the shard.
 void add_up_projection_bwd(std::vector<LayerOp>& ops, const Dims& x, const Dims& xs, const std::string& name,
                            std::int64_t out, std::int64_t latent) {
-  if (fp8_norm_output_transposed_in_backward(x)) ops.push_back(fp8_transpose(name + "_latent_norm_output", dd(x.tokens) * dd(latent)));
+  if (fp8_norm_output_transposed_in_backward(x)) {
+    ops.push_back(fp8_transpose(name + "_latent_norm_output", dd(x.tokens) * dd(latent)));
+  }
   const std::size_t dgrad = add_linear_bwd(ops, x, (name + "_up").c_str(), out, latent, x.attn_overlap);
   add_col_bwd_comm(ops, x, (name + "_latent").c_str(), x.attn_overlap, {dgrad}, norm_out_bytes(x), latent);
   ops.push_back(mem(name + "_latent_norm_bwd", OpKind::Norm, 3.0 * dd(xs.tokens) * dd(latent) * x.e, 1));
@@ -134,8 +127,7 @@ std::size_t add_qkv_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dim
   // The duplicated down-projections' backward on the shard: their dgrad is this rank's own.
   const std::size_t kv_down = add_linear_bwd(ops, xs, "kv_down", w.kv_down, x.h, false);
   if (w.q_latent == 0) {
-    // The gathered input's transpose for the wgrad, before the GEMMs that read it.
-    if (x.sp) add_fp8_transpose(ops, x, "q_proj_input", dd(x.tokens) * dd(x.h));
+    add_column_input_transpose(ops, x, "q_proj_input");  // before the GEMMs that read it
     const std::size_t q = add_linear_bwd(ops, x, "q_proj", w.q_up, x.h, x.attn_overlap);
     add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {q}, norm_out_bytes(x));
     return kv_down;

@@ -61,6 +61,20 @@ void add_fp8_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::stri
   if (x.fp8 && !x.fp8_non_tn) ops.push_back(fp8_transpose(of, elems));
 }
 
+// A plain column-parallel TE linear (no norm fused in) quantizes its 16-bit input itself: under
+// SP the shard row-wise before the all-gather (linear.py forward) and the gathered copy
+// transposed again for the wgrad in the backward; without SP row- and column-wise at once.
+void add_column_input_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of) {
+  if (x.sp) {
+    add_fp8_cast(ops, x, of, resid_elems(x));
+  } else {
+    add_fp8_cast_transpose(ops, x, of, dd(x.tokens) * dd(x.h));
+  }
+}
+void add_column_input_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of) {
+  if (x.sp) add_fp8_transpose(ops, x, of, dd(x.tokens) * dd(x.h));
+}
+
 namespace {
 bool block_scaled_recipe(const Dims& x) {
   return x.fp8_recipe == Fp8Recipe::Blockwise || x.fp8_recipe == Fp8Recipe::Mxfp8;

@@ -158,10 +158,17 @@ LayerOp gemm(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, d
 }
 
 // A transformer layer's linear: FP8 under fp8 training.
+namespace {
+// A GEMM's FP8 marks: whether it runs in FP8, and with the blockwise recipe's scales.
+void set_fp8(LayerOp& op, const Dims& x, bool fp8) {
+  op.fp8 = fp8;
+  op.fp8_block_scaled = fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
+}
+}  // namespace
+
 LayerOp linear(const Dims& x, std::string name, std::int64_t m, std::int64_t n, std::int64_t k, bool overlap) {
   LayerOp op = gemm(std::move(name), m, n, k, x.e, overlap);
-  op.fp8 = x.fp8;
-  op.fp8_block_scaled = x.fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
+  set_fp8(op, x, x.fp8);
   return op;
 }
 
@@ -201,6 +208,12 @@ LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap) {
 
 // Tokens a norm / residual kernel touches: the local SP shard, or the full micro-batch.
 double resid_elems(const Dims& x) { return dd(x.tokens) * dd(x.h) / (x.sp ? dd(x.t) : 1.0); }
+
+void mark_compute_from(std::vector<LayerOp>& ops, std::size_t from, bool LayerOp::*flag) {
+  for (std::size_t i = from; i < ops.size(); ++i) {
+    if (!is_communication(ops[i].kind)) ops[i].*flag = true;
+  }
+}
 
 LayerOp norm_fwd(const Dims& x, const char* name) {
   const double n = resid_elems(x);
@@ -263,50 +276,6 @@ LayerOp attention(const JobSpec& job, const Dims& x, bool backward) {
   op.bytes = backward ? 2.0 * qkv + 2.0 * o : qkv + o;
   (void)job;
   return op;
-}
-
-// A sequence-parallel all-gather of this rank's shard, `elem_bytes` an element. An FP8 one (1) gathers a
-// tensor Transformer Engine has just quantized: the input of a column-parallel linear forward,
-// the output gradient of a row-parallel one backward. Under current scaling every TP rank must
-// quantize with one scale, so the quantizer first all-reduces its 4-byte amax over the TP group
-// (TE v2.9 module/linear.py, layernorm_linear.py, layernorm_mlp.py
-// _customize_quantizers_float8_current_scaling: with_amax_reduction on the TP group for a
-// sequence-parallel column input and row grad_output): a latency-bound collective on the
-// compute stream before the gather.
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes,
-            std::int64_t width) {
-  if (!x.sp) return;
-  if (elem_bytes == 1.0 && x.fp8 && x.fp8_recipe == Fp8Recipe::Tensorwise && x.t > 1) {
-    ops.push_back(comm(std::string(name) + "_amax_all_reduce", OpKind::TpAllReduce, 4.0, false));
-  }
-  ops.push_back(comm(name, OpKind::TpAllGather, dd(x.tokens) * dd(width > 0 ? width : x.h) * elem_bytes, overlap));
-}
-void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
-  add_ag(ops, x, name, overlap, x.e);
-}
-// Bytes per element of a LayerNorm output that feeds a layer's column-parallel linear.
-double norm_out_bytes(const Dims& x) { return x.fp8 ? 1.0 : x.e; }
-
-void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap, double elem_bytes) {
-  if (x.t <= 1) return;
-  ops.push_back(comm(name, x.sp ? OpKind::TpReduceScatter : OpKind::TpAllReduce,
-                     dd(x.tokens) * dd(x.h) * elem_bytes, overlap));
-}
-void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap) {
-  add_rs_or_ar(ops, x, name, overlap, x.e);
-}
-// Bytes per element of a forward reduce-scatter of a row-parallel linear's output: FP8 when
-// system.tp_fp8_forward_reduce_scatter puts that linear's userbuffer in FP8 (it must be on the
-// TP-overlap path, which is where userbuffers are).
-double forward_rs_bytes(const Dims& x, bool on_overlap_path) {
-  return x.fp8_forward_rs && on_overlap_path ? 1.0 : x.e;
-}
-
-void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name) {
-  if (x.cp <= 1) return;
-  // Ring attention: each rank forwards its K/V block cp-1 times.
-  ops.push_back(comm(name, OpKind::CpExchange,
-                     dd(x.tokens) * dd(x.kv_local) * x.e * dd(x.cp - 1), false));
 }
 
 }  // namespace model_detail
@@ -404,11 +373,9 @@ std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* n
                          std::int64_t k, bool overlap, bool fp8) {
   const std::size_t dgrad = ops.size();
   ops.push_back(gemm(std::string(name) + "_dgrad", x.tokens, k, n, x.e, overlap));
-  ops.back().fp8 = fp8;
-  ops.back().fp8_block_scaled = fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
+  set_fp8(ops.back(), x, fp8);
   ops.push_back(gemm(std::string(name) + "_wgrad", k, n, x.tokens, x.e, overlap));
-  ops.back().fp8 = fp8;
-  ops.back().fp8_block_scaled = fp8 && x.fp8_recipe == Fp8Recipe::Blockwise;
+  set_fp8(ops.back(), x, fp8);
   ops.back().weight_gradient = true;
   ops.back().main_grad_bytes = x.main_grad_bytes;
   return dgrad;
@@ -423,22 +390,6 @@ std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char*
   return add_gemm_bwd(ops, x, name, n, k, overlap, x.fp8);
 }
 
-// Under fp8 with sequence parallelism a row-parallel linear's output gradient arrives as this
-// rank's sequence shard and is all-gathered for the dgrad and wgrad GEMMs. Transformer Engine
-// casts the shard to FP8 before the gather, so the gather moves 1 byte per element, and
-// transposes the gathered FP8 gradient for the wgrad GEMM (TE grad_output_preprocess: "FP8 case
-// with gather: unfused bgrad, cast, transpose for efficient gather"; its userbuffers for
-// proj_dgrad / fc2_dgrad are FP8 under an FP8 recipe, initialize_ub's all-gather layers).
-bool fp8_gathered_grad(const Dims& x) { return x.fp8 && x.sp; }
-
-// The all-gather of a row-parallel linear's output gradient (the backward of its forward
-// reduce-scatter), preceded under fp8 by the cast of the local shard.
-void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap) {
-  if (!x.sp) return;
-  if (fp8_gathered_grad(x)) add_fp8_gather_cast(ops, x, of + "_grad_shard", dd(x.tokens) / dd(x.t) * dd(x.h));
-  add_ag(ops, x, name, overlap, fp8_gathered_grad(x) ? fp8_gather_bytes(x) : x.e);
-}
-
 // A row-parallel linear's backward (n = h output features): with a gathered FP8 gradient the
 // dgrad GEMM reads it as gathered and the wgrad GEMM its transpose; otherwise as add_linear_bwd.
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap) {
@@ -449,29 +400,6 @@ void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* na
   add_gemm_bwd(ops, x, name, x.h, k, overlap, true);
   // The transpose runs between the dgrad and the wgrad GEMM, which reads it (none on a non-TN GPU).
   if (!x.fp8_non_tn) ops.insert(ops.end() - 1, fp8_transpose(std::string(name) + "_grad", dd(x.tokens) * dd(x.h)));
-}
-
-// Backward of a column-parallel input: forward AG -> backward RS of dX (SP) or AR (no SP);
-// with SP the input is all-gathered again for wgrad (Megatron does not keep the gathered copy).
-// Megatron issues these asynchronously beside the `linears`' own backward GEMMs: the
-// all-gather beside the dgrad GEMM, the reduce-scatter / all-reduce beside the wgrad GEMM.
-// `dgrads`: the linears' dgrad GEMM positions (add_linear_bwd); each wgrad GEMM follows its dgrad.
-void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
-                      const std::vector<std::size_t>& dgrads, double input_elem_bytes, std::int64_t width) {
-  if (x.t <= 1) return;
-  const double elems = dd(x.tokens) * dd(width > 0 ? width : x.h);
-  std::vector<std::size_t> wgrads;
-  for (const std::size_t d : dgrads) wgrads.push_back(d + 1);
-  if (x.sp) {
-    ops.push_back(comm(std::string("tp_all_gather_wgrad_") + tag, OpKind::TpAllGather, elems * input_elem_bytes,
-                       overlap));
-    ops.back().beside_gemms = dgrads;
-    ops.push_back(comm(std::string("tp_reduce_scatter_dgrad_") + tag, OpKind::TpReduceScatter, elems * x.e, overlap));
-    ops.back().beside_gemms = wgrads;
-  } else {
-    ops.push_back(comm(std::string("tp_all_reduce_dgrad_") + tag, OpKind::TpAllReduce, elems * x.e, overlap));
-    ops.back().beside_gemms = wgrads;
-  }
 }
 
 }  // namespace model_detail
@@ -505,7 +433,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   }
   const std::size_t bda_from = ops.size();
   add_bda_bwd(ops, x, "bias_dropout_add_mlp_bwd");
-  for (std::size_t i = bda_from; i < ops.size(); ++i) ops[i].combine_node = kind.moe;
+  if (kind.moe) mark_compute_from(ops, bda_from, &LayerOp::combine_node);  // LayerOp::combine_node
   if (kind.moe) {
     add_moe_backward(ops, job, x);
   } else {
@@ -531,7 +459,7 @@ std::vector<LayerOp> backward_kernels(const JobSpec& job, const LayerKind& kind)
   const std::size_t qkv = add_qkv_bwd(ops, job, x);
   if (!x.mla) add_col_bwd_comm(ops, x, "attn", x.attn_overlap, {qkv}, norm_out_bytes(x));  // MLA's: add_qkv_bwd
   ops.push_back(norm_bwd(x, "input_norm_bwd"));
-  for (std::size_t i = attention_from; i < ops.size(); ++i) ops[i].attention_block = true;
+  mark_compute_from(ops, attention_from, &LayerOp::attention_block);
   return ops;
 }
 

@@ -93,7 +93,9 @@ double layer_activation_bytes(const JobSpec& job, std::int64_t layer) {
   // rank computes in full: the down-projections are duplicated), on this rank's sequence shard
   // under SP (the up-projections gather them and save the shard).
   double latents = 0;
-  if (is_mla(m)) latents = 2.0 * s * b * dd(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) / (sp ? t : 1.0);
+  if (is_mla(m)) {
+    latents = 2.0 * s * b * dd(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) / (sp ? t : 1.0);
+  }
   const bool flash = job.system.attention_kernel != AttentionKernel::Unfused;
   if (!flash && !rec.core_attn) {
     // softmax out (2), dropout mask (1), dropout out (2); without dropout the softmax out only

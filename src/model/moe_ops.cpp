@@ -96,34 +96,19 @@ LayerOp etp_comm(std::string name, OpKind kind, double bytes, bool overlap) {
   return op;
 }
 
-// Marks the compute kernels appended since `from` with `flag` (LayerOp::combine_node, the shared
-// experts' shared_expert, the routed experts' expert_side).
-void mark_compute_from(std::vector<LayerOp>& ops, std::size_t from, bool LayerOp::*flag) {
-  for (std::size_t i = from; i < ops.size(); ++i) {
-    if (!is_communication(ops[i].kind)) ops[i].*flag = true;
-  }
-}
-void mark_combine_node(std::vector<LayerOp>& ops, std::size_t from) { mark_compute_from(ops, from, &LayerOp::combine_node); }
-void mark_shared(std::vector<LayerOp>& ops, std::size_t from) { mark_compute_from(ops, from, &LayerOp::shared_expert); }
 
 void add_shared_experts_fwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
   const std::size_t from = ops.size();
   const Dims s = shared_expert_dims(job, x);
-  // The shared experts' FC1 is a plain TE linear behind the MoE layer's own norm: it quantizes
-  // its 16-bit input itself, the SP shard row-wise before the gather (linear.py forward; the
-  // backward gathers it again and transposes it) or, without SP, row- and column-wise at once.
-  if (s.sp) {
-    add_fp8_cast(ops, s, "shared_fc1_input", resid_elems(s));
-    add_ag(ops, s, "tp_all_gather_shared_experts", true, norm_out_bytes(s));
-  } else {
-    add_fp8_cast_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
-  }
+  // The shared experts' FC1 is a plain TE linear behind the MoE layer's own norm.
+  add_column_input_cast(ops, s, "shared_fc1_input");
+  add_ag(ops, s, "tp_all_gather_shared_experts", true, norm_out_bytes(s));
   ops.push_back(linear(s, "shared_fc1", s.tokens, s.fc1_local, s.h, true));
   ops.push_back(act_fwd(s));
   add_fp8_cast_transpose(ops, s, "shared_fc2_input", dd(s.tokens) * dd(s.f_local));
   ops.push_back(linear(s, "shared_fc2", s.tokens, s.h, s.f_local, true));
   add_rs_or_ar(ops, s, "tp_reduce_scatter_shared_experts", true, forward_rs_bytes(s, true));
-  mark_shared(ops, from);
+  mark_compute_from(ops, from, &LayerOp::shared_expert);
 }
 
 void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -132,10 +117,10 @@ void add_shared_experts_bwd(std::vector<LayerOp>& ops, const JobSpec& job, const
   add_grad_ag(ops, s, "tp_all_gather_grad_shared_experts", "shared_fc2", true);
   add_row_linear_bwd(ops, s, "shared_fc2", s.f_local, true);
   ops.push_back(act_bwd(s));
-  if (s.sp) add_fp8_transpose(ops, s, "shared_fc1_input", dd(s.tokens) * dd(s.h));
+  add_column_input_transpose(ops, s, "shared_fc1_input");
   const std::size_t fc1 = add_linear_bwd(ops, s, "shared_fc1", s.fc1_local, s.h, true);
   add_col_bwd_comm(ops, s, "shared_experts", true, {fc1}, norm_out_bytes(s));
-  mark_shared(ops, from);
+  mark_compute_from(ops, from, &LayerOp::shared_expert);
 }
 
 // With moe_act recomputed under FP8, Megatron-Core makes the experts' FC2 keep its 16-bit input
@@ -278,7 +263,6 @@ void add_fp8_row_padding(std::vector<LayerOp>& ops, const Dims& x, const MoeDims
                     probs_bytes > 0 ? 2 : 1));
 }
 
-void mark_expert_side(std::vector<LayerOp>& ops, std::size_t first) { mark_compute_from(ops, first, &LayerOp::expert_side); }
 
 // GPT-OSS clamps its gated activation's halves (swiglu_limit): Megatron-Core's
 // weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py, what TEGroupedMLP calls with
@@ -421,7 +405,7 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
     ops.push_back(mem("unpermute", OpKind::Elementwise, (rows + g) * h * x.e, 1));
     if (pb != x.e) ops.push_back(mem("combine_cast", OpKind::Elementwise, g * h * (x.e + pb), 1));
   }
-  mark_expert_side(ops, experts_from);
+  mark_compute_from(ops, experts_from, &LayerOp::expert_side);
   if (separate_etp_collectives(job, d)) {
     ops.push_back(etp_comm("etp_reduce_scatter", OpKind::TpReduceScatter, rows * h * x.e, false));
   }
@@ -432,14 +416,14 @@ void add_moe_forward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& 
   // cast back (1 under FP32). Every path adds the shared experts' output (MoELayer.combine).
   if (path == Dispatch::AllToAll) {
     ops.push_back(mem("unpermute", OpKind::Elementwise, (d.copies + 2.0 * dd(d.tokens)) * h * x.e, d.shared ? 2 : 1));
-    mark_combine_node(ops, combine_node_from);
+    mark_compute_from(ops, combine_node_from, &LayerOp::combine_node);
     return;
   }
   if (path == Dispatch::AllGather && pb != x.e) {
     ops.push_back(mem("combine_cast_back", OpKind::Elementwise, dd(d.tokens) * h * (pb + x.e), 1));
   }
   if (d.shared) ops.push_back(mem("shared_experts_add", OpKind::Elementwise, 3.0 * dd(d.tokens) * h * x.e, 1));
-  mark_combine_node(ops, combine_node_from);
+  mark_compute_from(ops, combine_node_from, &LayerOp::combine_node);
 }
 
 void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims& x) {
@@ -455,7 +439,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   } else if (path == Dispatch::AllGather && pb != x.e) {
     ops.push_back(mem("combine_cast_back_bwd", OpKind::Elementwise, dd(d.tokens) * h * (x.e + pb), 1));
   }
-  mark_combine_node(ops, combine_node_from);
+  mark_compute_from(ops, combine_node_from, &LayerOp::combine_node);
   ops.push_back(comm("ep_combine_bwd", OpKind::EpDispatch, combine_bytes(job, x, d), false));
   const std::size_t experts_from = ops.size();
   if (separate_etp_collectives(job, d)) {
@@ -497,7 +481,7 @@ void add_moe_backward(std::vector<LayerOp>& ops, const JobSpec& job, const Dims&
   } else if (path == Dispatch::AllGather) {
     ops.push_back(mem("permute_bwd", OpKind::Elementwise, (rows + g) * h * x.e, 1));
   }
-  mark_expert_side(ops, experts_from);
+  mark_compute_from(ops, experts_from, &LayerOp::expert_side);
   if (separate_etp_collectives(job, d)) {
     ops.push_back(etp_comm("etp_reduce_scatter_grad", OpKind::TpReduceScatter, rows * h * x.e, false));
     if (probs_travel(job)) {

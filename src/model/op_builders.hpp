@@ -62,6 +62,8 @@ LayerOp norm_bwd(const Dims& x, const char* name);
 std::size_t add_gemm_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
                          std::int64_t k, bool overlap, bool fp8);
 LayerOp comm(std::string name, OpKind kind, double bytes, bool overlap);
+// Sets `flag` on the compute ops appended since ops[from] (the collectives are left unmarked).
+void mark_compute_from(std::vector<LayerOp>& ops, std::size_t from, bool LayerOp::*flag);
 
 // The FP32-weight casts torch.autocast adds to a layer's forward or backward op list
 // (system.autocast_fp32_weights; autocast_ops.cpp), from the linears and norms already in it.
@@ -84,6 +86,8 @@ void add_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool ove
 void add_rs_or_ar(std::vector<LayerOp>& ops, const Dims& x, const char* name, bool overlap);
 double norm_out_bytes(const Dims& x);
 double forward_rs_bytes(const Dims& x, bool on_overlap_path);
+// Ring attention's K/V exchange over the CP group (none with CP 1).
+void add_cp(std::vector<LayerOp>& ops, const Dims& x, const char* name);
 // The rotary embedding of Q and K in one pass (rope_ops.cpp): fused, or unfused under YaRN.
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward);
 void add_qk_norm(std::vector<LayerOp>& ops, const Dims& x, bool backward);
@@ -116,6 +120,10 @@ LayerOp fp8_transpose(const std::string& of, double elems);
 // backward transposes the gathered copy for the wgrad (with SP on a TN-only GPU).
 void add_fp8_norm_output_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
 bool fp8_norm_output_transposed_in_backward(const Dims& x);
+// FP8 only: a plain column-parallel TE linear's own cast of its input (hidden-size tokens), and
+// the backward's transpose of its gathered copy (with SP).
+void add_column_input_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of);
+void add_column_input_transpose(std::vector<LayerOp>& ops, const Dims& x, const std::string& of);
 // FP8 only: the cast of a row-parallel linear's output-gradient shard before its SP all-gather,
 // and the bytes an element that gather moves.
 void add_fp8_gather_cast(std::vector<LayerOp>& ops, const Dims& x, const std::string& of, double elems);
@@ -129,6 +137,8 @@ void add_proj_input_cast_bwd(std::vector<LayerOp>& ops, const Dims& x, double el
 std::size_t add_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t n,
                            std::int64_t k, bool overlap);
 void add_row_linear_bwd(std::vector<LayerOp>& ops, const Dims& x, const char* name, std::int64_t k, bool overlap);
+// Under fp8 with SP a row-parallel linear's output gradient is gathered in FP8 (tp_comm_ops.cpp).
+bool fp8_gathered_grad(const Dims& x);
 void add_grad_ag(std::vector<LayerOp>& ops, const Dims& x, const char* name, const std::string& of, bool overlap);
 void add_col_bwd_comm(std::vector<LayerOp>& ops, const Dims& x, const char* tag, bool overlap,
                       const std::vector<std::size_t>& dgrads, double input_elem_bytes, std::int64_t width = 0);

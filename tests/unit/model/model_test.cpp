@@ -14,6 +14,18 @@ namespace {
 using testing::gpt175b_megascale;
 using testing::llama;
 
+// The op of that name in `ops` (the first), or null; the reference form throws when absent.
+const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name) {
+  const LayerOp* op = find_op(ops, name);
+  if (op == nullptr) throw std::runtime_error("no op " + name);
+  return *op;
+}
+
 TEST(Params, Gpt3_175B) {
   // Per layer 12h^2 + 13h = 1,812,099,072; x96 = 173,961,510,912. Embedding 50257*12288 =
   // 617,558,016; positions 2048*12288 = 25,165,824; final LN 24,576 (head tied).
@@ -319,16 +331,12 @@ TEST(LayerOps, QkvSplitCopiesFollowMegatronCore) {
   j.model = testing::llama(8192, 80, 64, 8, 28672);
   j.model.rope = true;
   j.parallel.tensor_model_parallel_size = 4;  // 16 query heads and 2 groups a rank
-  const auto find = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
-    for (const auto& op : ops) if (op.name == name) return &op;
-    return nullptr;
-  };
-  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);  // off outside Megatron-Core
+  EXPECT_EQ(find_op(layer_forward_ops(j), "query_reshape_copy"), nullptr);  // off outside Megatron-Core
   j.system.qkv_split_copies = true;
   const double tokens = 2048.0;
   const auto fwd = layer_forward_ops(j);
-  const LayerOp* q = find(fwd, "query_reshape_copy");
-  const LayerOp* v = find(fwd, "value_contiguous_copy");
+  const LayerOp* q = find_op(fwd, "query_reshape_copy");
+  const LayerOp* v = find_op(fwd, "value_contiguous_copy");
   ASSERT_NE(q, nullptr);
   ASSERT_NE(v, nullptr);
   EXPECT_DOUBLE_EQ(q->bytes, 2.0 * tokens * 16 * 128 * 2.0);
@@ -340,27 +348,27 @@ TEST(LayerOps, QkvSplitCopiesFollowMegatronCore) {
     }
   }
   const auto bwd = layer_backward_ops(j);
-  const LayerOp* cat = find(bwd, "qkv_grad_concat");
+  const LayerOp* cat = find_op(bwd, "qkv_grad_concat");
   ASSERT_NE(cat, nullptr);
   EXPECT_DOUBLE_EQ(cat->bytes, 2.0 * tokens * (16 + 2 * 2) * 128 * 2.0);
   // One group a rank (TP 8): the reshape is a view. The QK norm's own copy covers the query.
   j.parallel.tensor_model_parallel_size = 8;
-  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);
+  EXPECT_EQ(find_op(layer_forward_ops(j), "query_reshape_copy"), nullptr);
   j.parallel.tensor_model_parallel_size = 4;
   j.model.qk_layernorm = true;
-  EXPECT_EQ(find(layer_forward_ops(j), "query_reshape_copy"), nullptr);
-  EXPECT_NE(find(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
+  EXPECT_EQ(find_op(layer_forward_ops(j), "query_reshape_copy"), nullptr);
+  EXPECT_NE(find_op(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
   // Without RoPE or a norm the key and value stay views of one buffer: TE takes them as they are.
   j.model.qk_layernorm = false;
   j.model.rope = false;
-  EXPECT_EQ(find(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
-  EXPECT_NE(find(layer_backward_ops(j), "qkv_grad_concat"), nullptr);
+  EXPECT_EQ(find_op(layer_forward_ops(j), "value_contiguous_copy"), nullptr);
+  EXPECT_NE(find_op(layer_backward_ops(j), "qkv_grad_concat"), nullptr);
   // A recomputed attention core makes the value contiguous again.
   j.model.rope = true;
   j.training.recompute = Recompute::Selective;
   j.training.recompute_modules = RecomputeModules{};
   j.training.recompute_modules.core_attn = true;
-  EXPECT_NE(find(layer_recompute_ops(j), "value_contiguous_copy"), nullptr);
+  EXPECT_NE(find_op(layer_recompute_ops(j), "value_contiguous_copy"), nullptr);
 }
 
 // Under FP8, Transformer Engine keeps the FP8 copy (1 byte) of each GEMM input it cast for the
@@ -562,20 +570,15 @@ TEST(Memory, ZeroSharding) {
 // writes FP8 and a transpose kernel follows. Block-scaled recipes always write both. A dense
 // MLP recomputed whole (recompute_modules mlp) replays its norm and FP8 casts.
 TEST(LayerOps, Fp8NormOutputCastsWithoutSequenceParallelAndInRecompute) {
-  auto named = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
-    for (const auto& op : ops)
-      if (op.name == name) return &op;
-    return nullptr;
-  };
   JobSpec j = gpt175b_megascale();
   j.training.precision = Precision::Fp8;
   j.parallel.sequence_parallel = false;
   const double tokens_h = 2048.0 * 12288;  // no SP: every rank holds every token
   j.training.fp8_recipe = Fp8Recipe::Tensorwise;
-  ASSERT_NE(named(layer_forward_ops(j), "fp8_cast_input_norm_output"), nullptr);
-  EXPECT_DOUBLE_EQ(named(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h * 4.0);
+  ASSERT_NE(find_op(layer_forward_ops(j), "fp8_cast_input_norm_output"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h * 4.0);
   j.training.fp8_recipe = Fp8Recipe::Delayed;
-  ASSERT_NE(named(layer_forward_ops(j), "fp8_transpose_input_norm_output"), nullptr);
+  ASSERT_NE(find_op(layer_forward_ops(j), "fp8_transpose_input_norm_output"), nullptr);
   for (const Fp8Recipe r : {Fp8Recipe::Delayed, Fp8Recipe::Tensorwise, Fp8Recipe::Blockwise}) {
     j.training.fp8_recipe = r;
     for (const auto& op : layer_backward_ops(j)) {
@@ -584,14 +587,14 @@ TEST(LayerOps, Fp8NormOutputCastsWithoutSequenceParallelAndInRecompute) {
   }
   j.parallel.sequence_parallel = true;
   j.training.fp8_recipe = Fp8Recipe::Blockwise;
-  EXPECT_DOUBLE_EQ(named(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h / 8 * 4.0);
+  EXPECT_DOUBLE_EQ(find_op(layer_forward_ops(j), "fp8_cast_input_norm_output")->bytes, tokens_h / 8 * 4.0);
   j.training.fp8_recipe = Fp8Recipe::Tensorwise;
   j.training.recompute = Recompute::Selective;
   j.training.recompute_modules = RecomputeModules{};
   j.training.recompute_modules.mlp = true;
   const auto rec = layer_recompute_ops(j);
   for (const char* name : {"post_attn_norm", "fp8_cast_post_attn_norm_output", "fc1", "fp8_cast_transpose_fc2_input", "fc2"}) {
-    EXPECT_NE(named(rec, name), nullptr) << name;
+    EXPECT_NE(find_op(rec, name), nullptr) << name;
   }
 }
 
@@ -603,11 +606,6 @@ TEST(LayerOps, Fp8NormOutputCastsWithoutSequenceParallelAndInRecompute) {
 // transpose. On a GPU with non-TN FP8 GEMMs (Blackwell) no transpose runs at all and every
 // per-tensor cast writes one copy.
 TEST(LayerOps, Fp8CurrentScalingCastsAndNonTnGpus) {
-  auto op_named = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp& {
-    const auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
-    if (it == ops.end()) throw std::runtime_error("no op " + name);
-    return *it;
-  };
   JobSpec j = gpt175b_megascale();
   j.training.precision = Precision::Fp8;
   j.training.fp8_recipe = Fp8Recipe::Tensorwise;

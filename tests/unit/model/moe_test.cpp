@@ -315,6 +315,13 @@ TEST(Moe, RecomputeModulesTradeActivationsForForwardWork) {
 namespace megasim {
 namespace {
 
+// The position of the op of that name in `ops` (the first), or -1.
+long op_position(const std::vector<LayerOp>& ops, const std::string& name) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].name == name) return static_cast<long>(i);
+  return -1L;
+}
+
 const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name) {
   const auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; });
   if (it == ops.end()) throw std::runtime_error("no op " + name);
@@ -757,43 +764,38 @@ TEST(Moe, DispatchersPlaceTheirKernelsAroundTheExchange) {
     if (backend != nullptr) j["system"]["moe_flex_dispatcher_backend"] = backend;
     return test::parse(j);
   };
-  auto pos = [](const std::vector<LayerOp>& ops, const std::string& name) {
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].name == name) return static_cast<long>(i);
-    return -1L;
-  };
   const JobSpec deepep = job("flex", "deepep", 1);
   const auto fwd = layer_forward_ops(deepep, moe);
   const auto bwd = layer_backward_ops(deepep, moe);
-  EXPECT_LT(pos(fwd, "ep_dispatch"), pos(fwd, "permute"));
-  EXPECT_LT(pos(fwd, "unpermute"), pos(fwd, "ep_combine"));
-  EXPECT_LT(pos(bwd, "ep_combine_bwd"), pos(bwd, "unpermute_bwd"));
-  EXPECT_LT(pos(bwd, "permute_bwd"), pos(bwd, "ep_dispatch_bwd"));
+  EXPECT_LT(op_position(fwd, "ep_dispatch"), op_position(fwd, "permute"));
+  EXPECT_LT(op_position(fwd, "unpermute"), op_position(fwd, "ep_combine"));
+  EXPECT_LT(op_position(bwd, "ep_combine_bwd"), op_position(bwd, "unpermute_bwd"));
+  EXPECT_LT(op_position(bwd, "permute_bwd"), op_position(bwd, "ep_dispatch_bwd"));
 
   const JobSpec gather = job("allgather", nullptr, 1);
   const auto gf = layer_forward_ops(gather, moe);
   const auto gb = layer_backward_ops(gather, moe);
-  EXPECT_LT(pos(gf, "ep_dispatch"), pos(gf, "permute"));
-  EXPECT_LT(pos(gf, "unpermute"), pos(gf, "combine_cast"));
-  EXPECT_LT(pos(gf, "combine_cast"), pos(gf, "ep_combine"));
-  EXPECT_LT(pos(gf, "ep_combine"), pos(gf, "combine_cast_back"));
-  EXPECT_LT(pos(gb, "ep_combine_bwd"), pos(gb, "unpermute_bwd"));
-  EXPECT_LT(pos(gb, "permute_bwd"), pos(gb, "ep_dispatch_bwd"));
+  EXPECT_LT(op_position(gf, "ep_dispatch"), op_position(gf, "permute"));
+  EXPECT_LT(op_position(gf, "unpermute"), op_position(gf, "combine_cast"));
+  EXPECT_LT(op_position(gf, "combine_cast"), op_position(gf, "ep_combine"));
+  EXPECT_LT(op_position(gf, "ep_combine"), op_position(gf, "combine_cast_back"));
+  EXPECT_LT(op_position(gb, "ep_combine_bwd"), op_position(gb, "unpermute_bwd"));
+  EXPECT_LT(op_position(gb, "permute_bwd"), op_position(gb, "ep_dispatch_bwd"));
   // FP32 router (the default): the reduce-scatter moves 4 bytes an element, the gather 2.
-  const LayerOp& combine = gf[static_cast<std::size_t>(pos(gf, "ep_combine"))];
-  const LayerOp& dispatch = gf[static_cast<std::size_t>(pos(gf, "ep_dispatch"))];
+  const LayerOp& combine = gf[static_cast<std::size_t>(op_position(gf, "ep_combine"))];
+  const LayerOp& dispatch = gf[static_cast<std::size_t>(op_position(gf, "ep_dispatch"))];
   EXPECT_DOUBLE_EQ(combine.comm_bytes, 2.0 * dispatch.comm_bytes);
   EXPECT_DOUBLE_EQ(dispatch.comm_bytes, 8.0 * 4096.0 * 7168.0 * 2.0);  // EP 8 x 4,096 tokens, BF16
 
   // Expert TP: the all-to-all dispatcher gathers over ETP after its exchange; flex and all-gather
   // exchange over the ETP x EP group itself.
-  EXPECT_GE(pos(layer_forward_ops(job("alltoall", nullptr, 2), moe), "etp_all_gather"), 0);
+  EXPECT_GE(op_position(layer_forward_ops(job("alltoall", nullptr, 2), moe), "etp_all_gather"), 0);
   const auto flex2 = layer_forward_ops(job("flex", "deepep", 2), moe);
-  EXPECT_LT(pos(flex2, "etp_all_gather"), 0);
-  EXPECT_LT(pos(layer_forward_ops(job("allgather", nullptr, 2), moe), "etp_all_gather"), 0);
-  EXPECT_DOUBLE_EQ(flex2[static_cast<std::size_t>(pos(flex2, "ep_dispatch"))].comm_bytes,
-                   2.0 * fwd[static_cast<std::size_t>(pos(fwd, "ep_dispatch"))].comm_bytes);
-  EXPECT_GT(fwd[static_cast<std::size_t>(pos(fwd, "ep_dispatch"))].comm_bytes, 0.0);
+  EXPECT_LT(op_position(flex2, "etp_all_gather"), 0);
+  EXPECT_LT(op_position(layer_forward_ops(job("allgather", nullptr, 2), moe), "etp_all_gather"), 0);
+  EXPECT_DOUBLE_EQ(flex2[static_cast<std::size_t>(op_position(flex2, "ep_dispatch"))].comm_bytes,
+                   2.0 * fwd[static_cast<std::size_t>(op_position(fwd, "ep_dispatch"))].comm_bytes);
+  EXPECT_GT(fwd[static_cast<std::size_t>(op_position(fwd, "ep_dispatch"))].comm_bytes, 0.0);
 }
 
 // DeepEP and HybridEP take FP32 probabilities whatever the router's dtype (they cast them), so
@@ -878,11 +880,8 @@ TEST(Moe, CombineNodeKernelsAreMarked) {
       if (op.combine_node) marked.push_back(op.name);
   EXPECT_EQ(marked, (std::vector<std::string>{"unpermute", "bias_dropout_add_mlp", "unpermute_bwd"}));
   // In pass order: forward after the combine, backward before its gradient's exchange.
-  const auto at = [](const std::vector<LayerOp>& ops, const std::string& name) {
-    return std::find_if(ops.begin(), ops.end(), [&](const LayerOp& op) { return op.name == name; }) - ops.begin();
-  };
-  EXPECT_GT(at(fwd, "unpermute"), at(fwd, "ep_combine"));
-  EXPECT_LT(at(bwd, "unpermute_bwd"), at(bwd, "ep_combine_bwd"));
+  EXPECT_GT(op_position(fwd, "unpermute"), op_position(fwd, "ep_combine"));
+  EXPECT_LT(op_position(bwd, "unpermute_bwd"), op_position(bwd, "ep_combine_bwd"));
   for (const LayerOp& op : layer_forward_ops(job, LayerKind{})) EXPECT_FALSE(op.combine_node) << op.name;
 }
 
