@@ -10,6 +10,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/config/strict_keys.hpp"
 #include "megasim/core/error.hpp"
+#include "catalogs/sourced_figure.hpp"
 
 namespace megasim {
 namespace {
@@ -170,7 +171,7 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
 
   const std::string ep = join_path(path, "transport_efficiency");
   const auto& te = at(j, "transport_efficiency", path);
-  require_known_keys(te, ep, {"note", "nvlink", "network"});
+  require_known_keys(te, ep, {"note", "nvlink", "network", "all_to_all_network_factor"});
   const auto& nv = at(te, "nvlink", ep);
   const auto& net = at(te, "network", ep);
   if (!nv.is_array() || nv.empty()) throw InputError(join_path(ep, "nvlink"), "must be a non-empty array");
@@ -184,6 +185,8 @@ NcclModel nccl_model_from_json(const nlohmann::json& j, const std::string& path)
   }
   for (std::size_t i = 0; i < net.size(); ++i)
     m.network.push_back(transport(net[i], join_path(ep, "network") + "[" + std::to_string(i) + "]"));
+  // A fraction of the network figure: (0, 1], never above what ring collectives reach.
+  m.all_to_all_network_factor = catalogs_detail::sourced_figure(te, ep, "all_to_all_network_factor", 1e-3, 1.0);
   return m;
 }
 

@@ -100,7 +100,9 @@ std::optional<CollEstimate> ring(const Ctx& x, NcclProto p) {
     const double nd = n;
     const double rpn = x.g.ranks_per_node;
     const double nvl = nvlink_effective_Bps(x.c, x.m);
-    const double nic = nics_used_per_node(x.g.ranks_per_node, x.c) * nic_effective_Bps(x.c, x.m);
+    // The NICs at NCCL's all-to-all rate, below the rings' (NcclModel::all_to_all_network_factor).
+    const double nic =
+        nics_used_per_node(x.g.ranks_per_node, x.c) * nic_effective_Bps(x.c, x.m) * x.m.all_to_all_network_factor;
     const double proto_f = p == NcclProto::Simple ? 1.0 : (p == NcclProto::LL ? x.m.ring_ll_factor : x.m.ring_ll128_factor);
     const double t_intra = (rpn - 1) / nd / (nvl * proto_f);
     const double t_inter = x.g.nodes > 1 ? rpn * (nd - rpn) / nd / (nic * proto_f) : 0.0;

@@ -41,11 +41,12 @@ double protocol_efficiency(const CollEstimate& e, CollOp op, double size, const 
 // pairs and identical flows are merged into a multiplicity at the end.
 class PhaseBuilder {
  public:
-  // `pf`: protocol efficiency (protocol_efficiency()); `latency_s`: the NCCL latency term.
-  PhaseBuilder(const ClusterSpec& c, const NcclModel& m, double pf, double latency_s)
+  // `pf`: protocol efficiency (protocol_efficiency()); `latency_s`: the NCCL latency term;
+  // `net_factor`: a further factor on the network's rate (NCCL's all-to-all's, below a ring's).
+  PhaseBuilder(const ClusterSpec& c, const NcclModel& m, double pf, double latency_s, double net_factor = 1.0)
       : c_(c), domain_(nvlink_domain_gpus(c)), qpc_(std::max(1, c.network.queue_pairs_per_connection)), latency_s_(latency_s) {
     nvl_div_ = m.nvlink_fraction(c.gpu.architecture_sm) * pf;
-    net_div_ = m.network_fraction(c.network.nic_bandwidth_Bps) * pf;
+    net_div_ = m.network_fraction(c.network.nic_bandwidth_Bps) * pf * net_factor;
   }
 
   void reserve(std::size_t flows) { flows_.reserve(flows_.size() + flows); }
@@ -329,7 +330,7 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterSpec&
 
   const double pf = protocol_efficiency(plan.estimate, req.op, S, plan.shape, c, m);
   if (req.op == CollOp::AllToAll) {
-    PhaseBuilder b(c, m, pf, plan.estimate.latency_s);
+    PhaseBuilder b(c, m, pf, plan.estimate.latency_s, m.all_to_all_network_factor);
     std::vector<int> group = req.gpus;
     std::sort(group.begin(), group.end());
     for (int s : req.gpus)
@@ -397,7 +398,7 @@ CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const 
   plan.shape = shape_of(gpus, c);
   plan.channels = 1;
   plan.lowered_as = CollAlgo::Ring;
-  PhaseBuilder b(c, m, 1.0, latency_s);
+  PhaseBuilder b(c, m, 1.0, latency_s, m.all_to_all_network_factor);
   b.reserve(sends.size() * static_cast<std::size_t>(b.queue_pairs()));
   for (const PointToPoint& p : sends) b.add_pxn(p.src_gpu, p.dst_gpu, p.bytes, 0, gpus);
   plan.phases.push_back(b.finish());

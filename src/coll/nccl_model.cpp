@@ -33,6 +33,11 @@ double NcclModel::network_fraction(double nic_line_Bps) const {
   return f;
 }
 
+NcclModel without_all_to_all_derating(NcclModel m) {
+  m.all_to_all_network_factor = 1.0;
+  return m;
+}
+
 double NcclModel::tree_correction_factor(NcclProto p, double size_bytes) const {
   const auto& table = tree_correction[static_cast<std::size_t>(p)];
   const double units = std::floor(size_bytes / 64.0);

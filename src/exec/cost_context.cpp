@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <string>
 
 #include "megasim/catalogs/hardware_profile_reader.hpp"
@@ -101,7 +102,13 @@ Context make_context(const JobSpec& job, const StepCostData& data) {
       group_shape(job.parallel.expert_model_parallel_size * expert_tensor_parallel_size(job), 1, domain);
   c.etp_group = group_shape(expert_tensor_parallel_size(job), 1, domain);
   c.ep_overlap_slowdown = ep_overlap_slowdown(job, data.hw, nccl_slowdown);
+  c.ep_model = &ep_exchange_model(job, data);
   return c;
+}
+
+const NcclModel& ep_exchange_model(const JobSpec& job, const StepCostData& data) {
+  return job.system.moe_token_dispatcher_type == MoeDispatcher::Flex ? data.nccl_without_all_to_all_derating
+                                                                     : data.nccl;
 }
 
 namespace {
@@ -124,7 +131,7 @@ double ep_comm_time_s(const Context& c, const LayerOp& op, double bytes) {
       const double k = static_cast<double>(job.model.moe.experts_per_token);
       const int targets = c.ep_group.nodes > 1 ? c.ep_group.nodes : c.ep_group.ranks;
       const double dedup = distinct_targets_per_token(job.model.moe, targets) / k;
-      return collective_time_s(CollOp::AllToAll, bytes * dedup, c.ep_group, job.cluster, c.nccl);
+      return collective_time_s(CollOp::AllToAll, bytes * dedup, c.ep_group, job.cluster, *c.ep_model);
     }
     case MoeDispatcher::AllToAll: break;
   }
@@ -158,9 +165,10 @@ double comm_op_time_s(const Context& c, const LayerOp& op, double bytes) {
 }
 
 std::shared_ptr<const StepCostData> load_step_cost_data(const JobSpec& job, const Catalog& catalog) {
-  return std::make_shared<const StepCostData>(StepCostData{
-      load_job_hardware_profile(job, catalog), load_default_nccl_model(catalog.root()),
-      load_host_overheads(catalog)});
+  NcclModel nccl = load_default_nccl_model(catalog.root());
+  NcclModel underated = without_all_to_all_derating(nccl);
+  return std::make_shared<const StepCostData>(StepCostData{load_job_hardware_profile(job, catalog), std::move(nccl),
+                                                           load_host_overheads(catalog), std::move(underated)});
 }
 
 BufferSizes buffer_sizes(const StepCostData& data) { return data.hw.buffers; }

@@ -20,7 +20,13 @@ struct StepCostData {
   HardwareProfile hw;
   NcclModel nccl;
   HostOverheads host;
+  NcclModel nccl_without_all_to_all_derating;  // without_all_to_all_derating(nccl)
 };
+
+// The model the MoE dispatch and combine are priced with: NCCL's for the alltoall and allgather
+// dispatchers; for flex (DeepEP / HybridEP: the GPU drives the NICs, not NCCL's all-to-all) the
+// transports' collective rate.
+const NcclModel& ep_exchange_model(const JobSpec& job, const StepCostData& data);
 
 // The shape of the communicator formed by `ranks` GPUs placed `stride` GPUs apart.
 CollGroupShape group_shape(std::int64_t ranks, std::int64_t stride, int domain_gpus);
@@ -51,6 +57,8 @@ struct Context {
   // The event engine's pricing of the MoE dispatch and combine as flows on the fabric
   // (ep_fabric.hpp); null: NCCL's closed-form all-to-all (the analytic engine).
   const EpExchangeOnFabric* ep_fabric = nullptr;
+  // ep_exchange_model(): what the closed form prices the dispatch and combine with.
+  const NcclModel* ep_model = nullptr;
 };
 
 Context make_context(const JobSpec& job, const StepCostData& data);

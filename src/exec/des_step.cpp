@@ -30,7 +30,8 @@ StepReport simulate_step_des(const JobSpec& job, const Catalog& catalog, const S
   const std::shared_ptr<const StepCostData> data = load_step_cost_data(job, catalog);
   const NcclModel& nccl = data->nccl;
   std::optional<EpExchangeOnFabric> ep;
-  if (is_moe(job.model) && job.parallel.expert_model_parallel_size > 1) ep.emplace(job, fabric, nccl);
+  if (is_moe(job.model) && job.parallel.expert_model_parallel_size > 1)
+    ep.emplace(job, fabric, ep_exchange_model(job, *data));
   costs = compute_step_costs(job, *data, ep ? &*ep : nullptr);
   DesOptions o;
   o.full = options.full;

@@ -82,8 +82,9 @@ struct PointToPoint {
 };
 
 // An all-to-all-v among the GPUs its sends name (the communicator): every send at once, in one
-// phase of latency `latency_s`, with the transport fractions, PXN relays and queue-pair split of
-// lower_collective's all-to-all (NCCL's grouped send/recv,
+// phase of latency `latency_s`, with the transport fractions (NCCL's all-to-all factor on the
+// network included: pass without_all_to_all_derating(model) for traffic NCCL does not carry),
+// PXN relays and queue-pair split of lower_collective's all-to-all (NCCL's grouped send/recv,
 // Simple protocol: the payloads of MoE token exchanges are megabytes). Sends to self and empty
 // sends move nothing. Throws InputError("gpus", ...) for a GPU outside the cluster.
 CollectivePlan lower_all_to_all_v(const std::vector<PointToPoint>& sends, const ClusterSpec& cluster,

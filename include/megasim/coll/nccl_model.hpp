@@ -69,11 +69,19 @@ struct NcclModel {
   // Transport efficiencies: NVLink by GPU architecture, network by NIC line rate.
   std::vector<std::pair<int, TransportEfficiency>> nvlink;  // (min architecture_sm, eff)
   std::vector<TransportEfficiency> network;                 // chosen by nearest line rate
+  // NCCL's all-to-all (grouped send/recv, every peer at once) across nodes reaches this fraction
+  // of the network figure above, which ring collectives reach: the NIC-bound bytes of an
+  // all-to-all move at network_fraction x this. NVLink traffic is not derated.
+  double all_to_all_network_factor = 1.0;
 
   // Lookups.
   double nvlink_fraction(int architecture_sm) const;
   double network_fraction(double nic_line_Bps) const;
   double tree_correction_factor(NcclProto p, double size_bytes) const;
 };
+
+// The same model with all-to-all traffic at the transports' collective rate: for exchanges that
+// do not go through NCCL's all-to-all (DeepEP and HybridEP drive the NICs from the GPU).
+NcclModel without_all_to_all_derating(NcclModel m);
 
 }  // namespace megasim

@@ -12,8 +12,10 @@
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
+#include "megasim/exec/step_costs.hpp"
 #include "megasim/model/moe_routing.hpp"
 #include "megasim/net/topology_builders.hpp"
+#include "../../src/exec/cost_context.hpp"
 #include "../../src/exec/ep_fabric.hpp"
 
 namespace megasim {
@@ -121,6 +123,30 @@ TEST(EpFabric, FlexSendsOneRdmaCopyPerRemoteNode) {
   const double ratio = network_bytes(ep_flex) / network_bytes(ep_a2a);
   EXPECT_NEAR(ratio, 3.67 / 8.0, 0.01);
   EXPECT_LT(ep_flex.seconds(OpKind::EpDispatch, kBytes), 0.7 * ep_a2a.seconds(OpKind::EpDispatch, kBytes));
+}
+
+// NCCL's all-to-all crosses the network at its own measured rate, below a ring's
+// (NcclModel::all_to_all_network_factor); inside a node NVLink is not derated. DeepEP drives the
+// NICs itself and is priced at the transport's collective rate (ep_exchange_model).
+TEST(EpFabric, NcclAllToAllRunsBelowTheRingRateAcrossNodesOnly) {
+  const NcclModel plain = without_all_to_all_derating(nccl());
+  const double f = nccl().all_to_all_network_factor;
+  ASSERT_LT(f, 1.0);
+  const JobSpec inside = qwen3_30b(8, 8);
+  const Fabric f8 = build_fabric(inside.cluster);
+  EXPECT_NEAR(EpExchangeOnFabric(inside, f8, nccl()).seconds(OpKind::EpDispatch, kBytes),
+              EpExchangeOnFabric(inside, f8, plain).seconds(OpKind::EpDispatch, kBytes), 1e-9);
+  // EP 32 over 4 nodes, NIC-bound: the bytes' time grows by 1/f, NCCL's latency does not.
+  const JobSpec across = qwen3_30b(32, 32);
+  const Fabric f32 = build_fabric(across.cluster);
+  const double derated = EpExchangeOnFabric(across, f32, nccl()).seconds(OpKind::EpDispatch, kBytes);
+  const double ring_rate = EpExchangeOnFabric(across, f32, plain).seconds(OpKind::EpDispatch, kBytes);
+  EXPECT_NEAR(derated / ring_rate, 1.0 / f, 0.02);
+
+  const auto data = load_step_cost_data(across, catalog());
+  EXPECT_EQ(ep_exchange_model(across, *data).all_to_all_network_factor, f);
+  const JobSpec flex = qwen3_30b(32, 32, {"system.moe_token_dispatcher_type=flex"});
+  EXPECT_EQ(ep_exchange_model(flex, *data).all_to_all_network_factor, 1.0);
 }
 
 // A capacity factor drops copies (the ranks' loads average below the mean) or, with padding,
