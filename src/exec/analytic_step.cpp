@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "megasim/workload/schedule.hpp"
+#include "megasim/workload/task_graph.hpp"
 
 namespace megasim {
 
@@ -146,11 +147,15 @@ DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
     // so reduced): what the stream cannot hide, then the last one's tail. The parameters are
     // gathered once a step: overlapped before each chunk's first forward with dp_overlap
     // (nothing exposed when prefetched), after the optimizer otherwise.
+    // Where each stage's first forward issues its own gather (workload_options), the later
+    // stages' whole gathers (one bucket each) hold up the pipeline's fill one after another.
+    const double later_stages_s =
+        workload_options(job).dp_first_gather_at_first_forward ? (c.pp - 1) * c.dp_gather_time_s : 0.0;
     const double gather_exposed_s =
         !sys.dp_overlap ? c.dp_gather_time_s
         : sys.dp_prefetch_first_all_gather
             ? 0.0
-            : bucketed_exposed_s(c.dp_gather_time_s * first.share, first.chunk->fwd_s(), n);
+            : bucketed_exposed_s(c.dp_gather_time_s * first.share, first.chunk->fwd_s(), n) + later_stages_s;
     t.exposed_s = reductions_left_s +
                   bucketed_exposed_s(c.dp_reduce_time_s * first.share, first.chunk->bwd_s(), n) +
                   gather_exposed_s;

@@ -14,14 +14,16 @@ namespace {
 constexpr double kMaxDpBucketsPerChunk = 16.0;
 
 // Overlapped DP collectives per step for one chunk, each way (ChunkCosts::dp_buckets).
-int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int chunk) {
+int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int stage, int chunk) {
   const JobSpec& job = c.job;
   const SystemSpec& sys = job.system;
-  // Megatron-Core buckets only model chunk 0 (disable_bucketing=(model_chunk_idx > 0):
-  // later chunks' collectives overlap compute anyway); FSDP (ZeRO-3) gathers per unit in
-  // every chunk, and gradients reduced every micro-batch go bucket by bucket in every chunk.
+  // Megatron-Core buckets only model chunk 0 of the first pipeline stage (disable_bucketing=
+  // (model_chunk_idx > 0), and `if disable_bucketing or pp_rank > 0: bucket_size = None` in
+  // distributed_data_parallel.py: the other chunks' and stages' collectives are off the
+  // critical path); FSDP (ZeRO-3) gathers per unit in every chunk, and gradients reduced every
+  // micro-batch go bucket by bucket in every chunk.
   const bool bucketed_chunk = sys.dp_overlap_granularity == DpOverlapGranularity::Bucket &&
-                              ((sys.dp_overlap && chunk == 0) || job.parallel.zero_stage == 3 ||
+                              ((sys.dp_overlap && chunk == 0 && stage == 0) || job.parallel.zero_stage == 3 ||
                                gradients_reduced_every_micro_batch(job));
   if (!bucketed_chunk) return 1;
   // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default,
@@ -262,7 +264,7 @@ std::vector<std::vector<ChunkCosts>> stage_chunk_costs(const Context& c, const L
       const auto layers = static_cast<int>(layers_in_chunk(c.job, s, v));
       ChunkCosts ch = chunk_cost(c, passes, ov, first_layer_in_chunk(c.job, s, v), layers, s == 0 && v == 0,
                                  s == pp - 1 && v == vpp - 1);
-      ch.dp_buckets = dp_buckets_of_chunk(c, ch, v);
+      ch.dp_buckets = dp_buckets_of_chunk(c, ch, s, v);
       ch.first_layer = first_layer;
       first_layer += layers;
       chunks.push_back(ch);

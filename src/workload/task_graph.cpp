@@ -44,6 +44,15 @@ WorkloadOptions workload_options(const JobSpec& job) {
   o.zero_stage = job.parallel.zero_stage;
   o.dp_overlap = job.system.dp_overlap;
   o.dp_prefetch_first_all_gather = job.system.dp_prefetch_first_all_gather;
+  // Megatron-Core's distributed optimizer (bucketed overlap, ZeRO 1-2) dispatches the first
+  // gather from the forward pre-hook (distributed_data_parallel.py finish_param_sync) unless the
+  // schedule does (align_param_gather: Megatron-Bridge and NeMo set it exactly when the pipeline
+  // is interleaved, training/comm_overlap.py _get_optimizer_overlap_cfgs; chunks 0 and 1 then go
+  // at the schedule's start on every stage, schedules.py).
+  o.dp_first_gather_at_first_forward = job.system.dp_overlap && !job.system.dp_prefetch_first_all_gather &&
+                                       job.system.dp_overlap_granularity == DpOverlapGranularity::Bucket &&
+                                       (job.parallel.zero_stage == 1 || job.parallel.zero_stage == 2) &&
+                                       job.parallel.virtual_pipeline_model_parallel_size == 1;
   o.pp_overlap = pipeline_transfers_overlap(job);
   o.reduce_every_micro_batch = gradients_reduced_every_micro_batch(job);
   return o;
@@ -409,11 +418,27 @@ class Builder {
         // waits only for its own bucket.
         const auto& pieces = gather_pieces[static_cast<std::size_t>(c)];
         const double share = c_.dp_share(s, c) / static_cast<double>(pieces.size());
+        // What the first forward waits for before its pre-hook runs: the load, its inputs.
+        const std::vector<TaskIndex> forward_inputs = g_.tasks[pieces.front()].deps;
         for (std::size_t k = 0; k < pieces.size(); ++k) {
           const double key = -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6;
-          for (const TaskIndex ag : add_dp_pair(s, TaskKind::DpAllGather, param * share, eparam * share, c, -1, key)) {
+          const std::vector<TaskIndex> pair =
+              add_dp_pair(s, TaskKind::DpAllGather, param * share, eparam * share, c, -1, key);
+          for (std::size_t i = 0; i < pair.size(); ++i) {
+            const TaskIndex ag = pair[i];
             same_bucket(ag, pieces[k]);
-            if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) g_.tasks[ag].deps.push_back(load);
+            if (c == 0 && k == 0 && !o_.dp_prefetch_first_all_gather) {
+              auto& deps = g_.tasks[ag].deps;
+              if (!o_.dp_first_gather_at_first_forward) {
+                deps.push_back(load);
+              } else if (i == 0) {
+                deps.insert(deps.end(), forward_inputs.begin(), forward_inputs.end());
+              } else {
+                // The expert buffer's gather goes when the first expert module runs, after the
+                // dense one has been waited for (its own bucket group, no chained prefetch).
+                deps.push_back(pair[0]);
+              }
+            }
             g_.tasks[pieces[k]].deps.push_back(ag);
           }
         }

@@ -119,6 +119,10 @@ struct WorkloadOptions {
   int zero_stage = 1;
   bool dp_overlap = false;
   bool dp_prefetch_first_all_gather = false;
+  // Without that prefetch, each stage's first parameter gather is issued by its first forward's
+  // pre-hook, once that forward's inputs have arrived (Megatron-Core's overlap_param_gather
+  // without align_param_gather); otherwise it waits only for the step's data load.
+  bool dp_first_gather_at_first_forward = false;
   bool pp_overlap = false;
   bool reduce_every_micro_batch = false;  // gradients reduce-scattered after every backward pass
 };

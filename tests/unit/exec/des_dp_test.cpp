@@ -4,6 +4,7 @@
 #include "megasim/coll/cost_model.hpp"
 #include "megasim/exec/des_step.hpp"
 #include "megasim/net/topology_builders.hpp"
+#include "megasim/workload/task_graph.hpp"
 
 namespace megasim {
 namespace {
@@ -66,6 +67,38 @@ TEST(DesDp, BucketedOverlapHidesMostOfTheLastReduction) {
   EXPECT_LT(bucketed.breakdown.exposed_dp_comm_s, 0.5 * per_chunk.breakdown.exposed_dp_comm_s);
   EXPECT_LT(bucketed.step_time_s, per_chunk.step_time_s);
   EXPECT_NEAR(bucketed.breakdown.total_s(), bucketed.step_time_s, 1e-9);
+}
+
+// Megatron-Core's distributed optimizer on a non-interleaved pipeline (no align_param_gather, no
+// prefetch in the optimizer step): each stage's first forward issues its own parameter gather
+// from its pre-hook, once its input has arrived, and waits for all of it (stages past the first
+// have one bucket). Gathers issued at the step's start instead hide behind the fill: the
+// difference is about one whole gather (PP 2: stage 1's).
+TEST(DesDp, FirstGatherIssuedByTheFirstForwardHoldsUpTheFill) {
+  JobSpec j = destest::job(8, 2, 1, 32);
+  j.parallel.zero_stage = 1;
+  j.system.dp_overlap = true;
+  j.system.dp_overlap_granularity = DpOverlapGranularity::Bucket;
+  j.system.dp_prefetch_first_all_gather = true;
+  StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
+  c.dp_grad_reduce_bytes = 400e6;
+  c.dp_param_gather_bytes = 4e9;
+  ASSERT_FALSE(workload_options(j).dp_first_gather_at_first_forward);
+  const StepReport early = run(j, c);
+  j.system.dp_prefetch_first_all_gather = false;
+  ASSERT_TRUE(workload_options(j).dp_first_gather_at_first_forward);
+  const StepReport at_forward = run(j, c);
+  const double gather_s = collective_time_s(CollOp::AllGather, c.dp_param_gather_bytes,
+                                            CollGroupShape{2, 1, 2, false}, j.cluster, destest::nccl());
+  ASSERT_GT(gather_s, 20e-3);  // longer than stage 0's first forward: not hidden by it
+  EXPECT_NEAR(at_forward.step_time_s - early.step_time_s, gather_s, 0.25 * gather_s);
+  EXPECT_NEAR(at_forward.breakdown.total_s(), at_forward.step_time_s, 1e-9);
+  // Interleaved, align_param_gather issues the gathers at the schedule's start instead.
+  JobSpec v = destest::job(8, 2, 2, 32);
+  v.parallel.zero_stage = 1;
+  v.system.dp_overlap = true;
+  v.system.dp_overlap_granularity = DpOverlapGranularity::Bucket;
+  EXPECT_FALSE(workload_options(v).dp_first_gather_at_first_forward);
 }
 
 // Compute that runs while a DP collective is in flight is slowed; the excess is DP cost.
