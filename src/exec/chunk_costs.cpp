@@ -83,6 +83,9 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
     // main-grad add each).
     f += lp.embedding_fwd.scaled(static_cast<int>(mtp));
     b += lp.embedding_bwd.scaled(static_cast<int>(mtp));
+    // ... and joins it to the previous depth's hidden states (norms, concatenation, eh_proj).
+    f += lp.mtp_projection_fwd.scaled(static_cast<int>(mtp));
+    b += lp.mtp_projection_bwd.scaled(static_cast<int>(mtp));
   }
   ChunkCosts ch = pass_costs(c, f, b, ov);
   if (job.system.overlap_moe_expert_parallel_comm) {
@@ -230,6 +233,10 @@ LayerPasses time_layer_passes(const Context& c) {
   p.embedding_bwd = time_ops(c, embedding_backward_ops(job), bwd_host_s);
   p.head_fwd = time_ops(c, lm_head_forward_ops(job), fwd_host_s);
   p.head_bwd = time_ops(c, lm_head_backward_ops(job), bwd_host_s);
+  if (job.model.num_nextn_predict_layers > 0) {
+    p.mtp_projection_fwd = time_ops(c, mtp_projection_forward_ops(job), fwd_host_s);
+    p.mtp_projection_bwd = time_ops(c, mtp_projection_backward_ops(job), bwd_host_s);
+  }
   return p;
 }
 

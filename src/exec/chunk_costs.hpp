@@ -22,6 +22,7 @@ struct LayerPasses {
   std::vector<KindPasses> kinds;   // every kind of layer the model has, the first layer's first
   PassTimes embedding_fwd, embedding_bwd;
   PassTimes head_fwd, head_bwd;  // LM head and loss
+  PassTimes mtp_projection_fwd, mtp_projection_bwd;  // one MTP module's block before its layer
 };
 LayerPasses time_layer_passes(const Context& c);
 

@@ -91,9 +91,10 @@ void add_mla_up_projections(std::vector<LayerOp>& ops, const JobSpec& job, const
   }
   add_latent_norm_and_gather(ops, x, xs, "kv_latent", w.kv_latent, x.attn_overlap);
   ops.push_back(linear(x, "kv_up", x.tokens, w.kv_up, w.kv_latent, x.attn_overlap));
-  // RoPE on the rope part of the queries and the shared key (Megatron-Core recomputes it with them).
-  const double rope = dd(x.tokens) * dd(x.a_local + 1) * dd(job.model.mla.qk_rope_head_dim);
-  ops.push_back(mem("mla_rope", OpKind::Elementwise, 2.0 * rope * x.e, 1));
+  // The RoPE again, as the forward runs it: the checkpointed qkv_up_proj_and_rope_apply
+  // (multi_latent_attention.py) calls fused_apply_mla_rope_for_q / _for_kv, which rewrite the
+  // whole query, key and value, not only their rope parts.
+  add_rope(ops, x, false);
 }
 
 namespace {

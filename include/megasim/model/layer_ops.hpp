@@ -138,6 +138,10 @@ std::vector<LayerOp> embedding_forward_ops(const JobSpec& job);
 std::vector<LayerOp> embedding_backward_ops(const JobSpec& job);
 std::vector<LayerOp> lm_head_forward_ops(const JobSpec& job);
 std::vector<LayerOp> lm_head_backward_ops(const JobSpec& job);
+// Each multi-token-prediction module's block before its transformer layer (last stage): the two
+// norms, the concatenation and eh_proj with their gathers (mtp_ops.cpp).
+std::vector<LayerOp> mtp_projection_forward_ops(const JobSpec& job);
+std::vector<LayerOp> mtp_projection_backward_ops(const JobSpec& job);
 
 // Bytes per element of activations for the precision (fp8 keeps bf16 activations between
 // kernels, as Transformer Engine does).

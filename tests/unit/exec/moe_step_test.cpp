@@ -8,6 +8,7 @@
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
+#include "megasim/model/layer_ops.hpp"
 #include "../../src/exec/chunk_costs.hpp"
 #include "../../src/exec/pass_times.hpp"
 
@@ -512,33 +513,87 @@ TEST(MoeStep, HostLaunchFactorOutsideItsRangeIsAnInputError) {
   EXPECT_NO_THROW(qwen3_30b({"system.host_launch_factor_moe_forward=2.5"}));
 }
 
-// Each multi-token-prediction module embeds its shifted tokens with the shared table on the last
-// stage (Megatron-Core multi_token_prediction.py): its lookup and dense backward join that
-// stage's last chunk once per module.
-TEST(MoeStep, EachMtpModuleRunsTheEmbeddingOnTheLastStage) {
-  const JobSpec job = load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/bench/deepseek-v3-1024-h100.json", {},
-                               catalog());
-  ASSERT_GT(job.model.num_nextn_predict_layers, 0);
+JobSpec deepseek_v3_1024() {
+  return load_job(std::string(MEGASIM_SOURCE_DIR) + "/configs/bench/deepseek-v3-1024-h100.json", {}, catalog());
+}
+
+// What a piece of the last stage's MTP work adds to its last chunk: that chunk's (forward,
+// backward) compute with the piece as timed minus without it (`piece` of the layer passes), and
+// the same for a middle stage's first chunk, which holds no MTP module.
+struct MtpShare {
+  PassTimes fwd, bwd;                     // the piece, one module
+  double last_fwd_s, last_bwd_s;          // the last chunk's growth
+  double middle_fwd_s, middle_bwd_s;      // a middle chunk's growth (none)
+};
+MtpShare mtp_share(const JobSpec& job, PassTimes LayerPasses::*fwd, PassTimes LayerPasses::*bwd) {
   const auto data = load_step_cost_data(job, catalog());
   const Context c = make_context(job, *data);
   const TpOverlapConfig ov;
   LayerPasses lp = time_layer_passes(c);
-  ASSERT_GT(lp.embedding_bwd.compute_s, 0.0);
+  MtpShare out{lp.*fwd, lp.*bwd, 0, 0, 0, 0};
   const auto with = stage_chunk_costs(c, lp, ov);
-  const double mtp = static_cast<double>(job.model.num_nextn_predict_layers);
-  const PassTimes embedding_bwd = lp.embedding_bwd;
-  const PassTimes embedding_fwd = lp.embedding_fwd;
-  lp.embedding_bwd = PassTimes{};
-  lp.embedding_fwd = PassTimes{};
+  lp.*fwd = PassTimes{};
+  lp.*bwd = PassTimes{};
   const auto without = stage_chunk_costs(c, lp, ov);
-  const ChunkCosts& last_with = with.back().back();
-  const ChunkCosts& last_without = without.back().back();
-  EXPECT_NEAR(last_with.bwd_compute_s - last_without.bwd_compute_s, mtp * embedding_bwd.compute_s,
-              1e-3 * last_with.bwd_compute_s);
-  EXPECT_NEAR(last_with.fwd_compute_s - last_without.fwd_compute_s, mtp * embedding_fwd.compute_s,
-              1e-3 * last_with.fwd_compute_s);
-  // A middle stage holds neither the embedding nor an MTP module.
-  EXPECT_DOUBLE_EQ(with[1].front().bwd_compute_s, without[1].front().bwd_compute_s);
+  out.last_fwd_s = with.back().back().fwd_compute_s - without.back().back().fwd_compute_s;
+  out.last_bwd_s = with.back().back().bwd_compute_s - without.back().back().bwd_compute_s;
+  out.middle_fwd_s = with[1].front().fwd_compute_s - without[1].front().fwd_compute_s;
+  out.middle_bwd_s = with[1].front().bwd_compute_s - without[1].front().bwd_compute_s;
+  return out;
+}
+
+// Each multi-token-prediction module embeds its shifted tokens with the shared table on the last
+// stage (Megatron-Core multi_token_prediction.py): its lookup and dense backward join that
+// stage's last chunk once per module.
+TEST(MoeStep, EachMtpModuleRunsTheEmbeddingOnTheLastStage) {
+  const JobSpec job = deepseek_v3_1024();
+  ASSERT_GT(job.model.num_nextn_predict_layers, 0);
+  const double mtp = static_cast<double>(job.model.num_nextn_predict_layers);
+  const MtpShare e = mtp_share(job, &LayerPasses::embedding_fwd, &LayerPasses::embedding_bwd);
+  ASSERT_GT(e.bwd.compute_s, 0.0);
+  // The first stage's own embedding is not in the last chunk: the difference is the modules'.
+  EXPECT_NEAR(e.last_bwd_s, mtp * e.bwd.compute_s, 1e-6);
+  EXPECT_NEAR(e.last_fwd_s, mtp * e.fwd.compute_s, 1e-6);
+  EXPECT_DOUBLE_EQ(e.middle_bwd_s, 0.0);
+}
+
+// ... and joins them to the previous depth's hidden states (Megatron-Core
+// MultiTokenPredictionLayer._concat_embeddings): two norms on the sequence shard, the 2h-wide
+// concatenation, eh_proj (2h -> h, column-parallel: FP8 input gathered over TP), its output
+// gathered along the hidden dimension; the mirror image back.
+TEST(MoeStep, EachMtpModuleProjectsItsConcatenatedInputs) {
+  const JobSpec job = deepseek_v3_1024();
+  ASSERT_EQ(job.parallel.tensor_model_parallel_size, 2);
+  ASSERT_TRUE(job.parallel.sequence_parallel);
+  const double T = 4096;
+  const double h = 7168;
+  const auto find = [](const std::vector<LayerOp>& ops, const std::string& name) {
+    for (const LayerOp& op : ops)
+      if (op.name == name) return op;
+    ADD_FAILURE() << name;
+    return LayerOp{};
+  };
+  const std::vector<LayerOp> fwd = mtp_projection_forward_ops(job);
+  EXPECT_NO_THROW(find(fwd, "mtp_enorm"));
+  EXPECT_NO_THROW(find(fwd, "mtp_hnorm"));
+  EXPECT_DOUBLE_EQ(find(fwd, "tp_all_gather_mtp_eh_proj").comm_bytes, T * 2 * h * 1.0);  // FP8
+  const LayerOp proj = find(fwd, "mtp_eh_proj");
+  EXPECT_EQ(proj.gemm_m, 4096);
+  EXPECT_EQ(proj.gemm_n, 7168 / 2);
+  EXPECT_EQ(proj.gemm_k, 2 * 7168);
+  EXPECT_DOUBLE_EQ(find(fwd, "tp_all_gather_mtp_hidden").comm_bytes, T * h * 2.0);
+  const std::vector<LayerOp> bwd = mtp_projection_backward_ops(job);
+  EXPECT_DOUBLE_EQ(find(bwd, "tp_all_gather_mtp_sequence_grad").comm_bytes, T * h * 2.0);
+  EXPECT_DOUBLE_EQ(find(bwd, "tp_reduce_scatter_dgrad_mtp_eh_proj").comm_bytes, T * 2 * h * 2.0);
+  EXPECT_NO_THROW(find(bwd, "mtp_eh_proj_wgrad"));
+  EXPECT_NO_THROW(find(bwd, "mtp_hnorm_bwd"));
+
+  const double mtp = static_cast<double>(job.model.num_nextn_predict_layers);
+  const MtpShare p = mtp_share(job, &LayerPasses::mtp_projection_fwd, &LayerPasses::mtp_projection_bwd);
+  ASSERT_GT(p.fwd.compute_s, 0.0);
+  EXPECT_NEAR(p.last_fwd_s, mtp * p.fwd.compute_s, 1e-6);
+  EXPECT_NEAR(p.last_bwd_s, mtp * p.bwd.compute_s, 1e-6);
+  EXPECT_DOUBLE_EQ(p.middle_fwd_s, 0.0);
 }
 
 }  // namespace

@@ -929,9 +929,11 @@ TEST(Moe, Fp8SharedExpertAndMlaInputCasts) {
   rec["training"]["recompute"] = "selective";
   rec["training"]["recompute_modules"] = {"mla_up_proj"};
   const std::vector<LayerOp> replay = layer_recompute_ops(test::parse(rec), moe);
-  for (const char* name : {"q_latent_norm", "tp_all_gather_q_latent", "q_up", "kv_latent_norm", "tp_all_gather_kv_latent", "kv_up", "mla_rope"}) {
+  for (const char* name : {"q_latent_norm", "tp_all_gather_q_latent", "q_up", "kv_latent_norm", "tp_all_gather_kv_latent", "kv_up", "rope"}) {
     EXPECT_NO_THROW(op_named(replay, name)) << name;
   }
+  // ... and the fused MLA RoPE as the forward runs it: the whole query, key and value rewritten.
+  EXPECT_DOUBLE_EQ(op_named(replay, "rope").bytes, op_named(fwd, "rope").bytes);
   // Without a query latent the query projection is a plain TE linear on the gathered hidden
   // states: its input shard cast row-wise, gathered at 1 byte, transposed for the wgrad.
   auto no_q_latent = j;
