@@ -37,6 +37,8 @@ int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int stage, int c
   return static_cast<int>(std::clamp(buckets, 1.0, kMaxDpBucketsPerChunk));
 }
 
+double mtp_combine_unhidden_s(const Context& c, const LayerPasses& lp);
+
 // The forward and backward pass times of layers [first, first + layers) of the model (MTP
 // modules past num_hidden_layers included), summed by kind.
 void add_layers(const Context& c, const LayerPasses& lp, std::int64_t first, std::int64_t layers, PassTimes& f,
@@ -86,6 +88,7 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
     // ... and joins it to the previous depth's hidden states (norms, concatenation, eh_proj).
     f += lp.mtp_projection_fwd.scaled(static_cast<int>(mtp));
     b += lp.mtp_projection_bwd.scaled(static_cast<int>(mtp));
+    if (job.system.overlap_moe_expert_parallel_comm) f.ep_merged_exposed_s += static_cast<double>(mtp) * mtp_combine_unhidden_s(c, lp);
   }
   ChunkCosts ch = pass_costs(c, f, b, ov);
   if (job.system.overlap_moe_expert_parallel_comm) {
@@ -139,6 +142,23 @@ PassSides pass_sides(const PassTimes& t) {
 // the kernels' move off the compute stream is not credited.
 double exposed_combine_chain_s(double exchange_s, double node_s, double beside_s, double slowdown) {
   return std::max(0.0, exposed_beside_s(exchange_s + node_s, beside_s, slowdown) - node_s);
+}
+
+// Megatron-Core's merged step hides an MTP layer's forward combine behind nothing: the module's
+// post-process node (its output layer and loss, on the compute stream) waits for the combine,
+// and the other pass's attention backward only follows it (model_chunk_schedule_plan.py
+// TransformerLayerSchedulePlan.run: f.moe_combine.forward, f.mtp_post_process.forward, then
+// b.post_attn.backward, b.attn.backward). What that adds to one MTP forward's merged exposure:
+// the combine's exchange whole, less what its phase left exposed (merge_ep_phases).
+double mtp_combine_unhidden_s(const Context& c, const LayerPasses& lp) {
+  const LayerKind kind = layer_kind(c.job.model, c.job.model.num_hidden_layers);
+  for (const KindPasses& k : lp.kinds) {
+    if (k.kind != kind) continue;
+    const PassSides fs = pass_sides(k.fwd), bs = pass_sides(k.bwd);
+    return k.fwd.second_exchange_s - exposed_combine_chain_s(k.fwd.second_exchange_s, fs.combine_node_s,
+                                                             bs.attention_s, c.ep_overlap_slowdown);
+  }
+  return 0.0;
 }
 
 void ep_exposed(const Context& c, const PassTimes& f, const PassTimes& b, ChunkCosts& ch) {

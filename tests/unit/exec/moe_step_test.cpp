@@ -9,6 +9,7 @@
 #include "megasim/exec/simulate.hpp"
 #include "megasim/exec/step_costs.hpp"
 #include "megasim/model/layer_ops.hpp"
+#include "megasim/model/params.hpp"
 #include "../../src/exec/chunk_costs.hpp"
 #include "../../src/exec/pass_times.hpp"
 
@@ -594,6 +595,30 @@ TEST(MoeStep, EachMtpModuleProjectsItsConcatenatedInputs) {
   EXPECT_NEAR(p.last_fwd_s, mtp * p.fwd.compute_s, 1e-6);
   EXPECT_NEAR(p.last_bwd_s, mtp * p.bwd.compute_s, 1e-6);
   EXPECT_DOUBLE_EQ(p.middle_fwd_s, 0.0);
+}
+
+// Megatron-Core's merged step runs an MTP layer's forward combine beside nothing: the module's
+// post-process node (output layer and loss, compute stream) waits for it before the other pass's
+// attention backward (model_chunk_schedule_plan.py). DeepSeek-V3's last chunk ("mL") is the MTP
+// layer and the loss: its forward exposes the combine's whole exchange, more than the same
+// layer's merged exposure, where phase 4 hides the combine behind the attention backward.
+TEST(MoeStep, MergedStepExposesTheMtpLayersForwardCombine) {
+  const JobSpec job = deepseek_v3_1024();
+  ASSERT_TRUE(job.system.overlap_moe_expert_parallel_comm);
+  const auto data = load_step_cost_data(job, catalog());
+  const Context c = make_context(job, *data);
+  const LayerPasses lp = time_layer_passes(c);
+  const LayerKind mtp_kind = layer_kind(job.model, job.model.num_hidden_layers);
+  const PassTimes* mtp_fwd = nullptr;
+  for (const KindPasses& k : lp.kinds)
+    if (k.kind == mtp_kind) mtp_fwd = &k.fwd;
+  ASSERT_NE(mtp_fwd, nullptr);
+  const ChunkCosts last = stage_chunk_costs(c, lp, TpOverlapConfig{}).back().back();
+  ASSERT_EQ(layers_in_chunk(job, job.parallel.pipeline_model_parallel_size - 1,
+                            job.parallel.virtual_pipeline_model_parallel_size - 1),
+            0);  // "mL": no decoder layer, the MTP module alone
+  EXPECT_GE(last.fwd_ep_exposed_s, mtp_fwd->second_exchange_s + mtp_fwd->ep_serial_comm_s - 1e-12);
+  EXPECT_GT(last.fwd_ep_exposed_s, mtp_fwd->ep_merged_exposed_s);
 }
 
 }  // namespace
