@@ -107,6 +107,7 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
                    (params + (has_embedding ? embedding_parameters_per_gpu(job) : 0.0) +
                     (has_lm_head ? lm_head_parameters_per_gpu(job) : 0.0));
   ch.layers = layers;
+  ch.merged_layers = layers + static_cast<int>(mtp);
   ch.has_embedding = has_embedding;
   ch.has_lm_head = has_lm_head;
   return ch;

@@ -60,6 +60,15 @@ WorkloadOptions workload_options(const JobSpec& job) {
 
 namespace {
 
+// A merged pass's EP exposure when its partner overlaps only `partner_layers` of its `layers`
+// (its own count unknown, 0, or no partner, -1: the chunk's merged figure): the rest at the lone
+// pass's rate.
+double paired_ep_s(double merged_s, double alone_s, int layers, int partner_layers) {
+  if (layers <= 0 || partner_layers < 0 || partner_layers >= layers) return merged_s;
+  const double overlapped = static_cast<double>(partner_layers) / static_cast<double>(layers);
+  return merged_s * overlapped + alone_s * (1.0 - overlapped);
+}
+
 class Builder {
  public:
   Builder(const StepCosts& c, const WorkloadOptions& o) : c_(c), o_(o) {
@@ -113,10 +122,28 @@ class Builder {
     // 1F1B's warm-up forwards on this stage; GPipe runs every forward before any backward.
     const std::int64_t warm =
         one_f_one_b ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : total;
+    // The merged step pairs the n-th steady forward with the n-th steady backward and overlaps
+    // min(Lf, Lb) of their layers (TransformerModelChunkSchedulePlan.run): the longer chunk's
+    // other layers run alone, their exchanges exposed as a lone pass's.
+    std::vector<int> steady_fwd_chunks, steady_bwd_chunks;
+    {
+      std::int64_t f = 0, b = 0;
+      for (const ChunkPass& cp : sched) {
+        if (cp.forward && f++ >= warm) steady_fwd_chunks.push_back(cp.chunk);
+        if (!cp.forward && b++ < total - warm) steady_bwd_chunks.push_back(cp.chunk);
+      }
+    }
     std::int64_t forwards = 0, backwards = 0;
+    std::size_t steady_forwards = 0, steady_backwards = 0;
     for (const ChunkPass& cp : sched) {
       const ChunkCosts& ch = chunk(s, cp.chunk);
       const bool merged = cp.forward ? forwards++ >= warm : backwards++ < total - warm;
+      int partner_layers = -1;  // the paired pass's chunk's merged layers (-1: no partner)
+      if (merged) {
+        const std::vector<int>& others = cp.forward ? steady_bwd_chunks : steady_fwd_chunks;
+        const std::size_t n = cp.forward ? steady_forwards++ : steady_backwards++;
+        if (n < others.size()) partner_layers = chunk(s, others[n]).merged_layers;
+      }
       StepTask t;
       t.kind = cp.forward ? TaskKind::Forward : TaskKind::Backward;
       t.stage = s;
@@ -125,8 +152,12 @@ class Builder {
       t.compute_s = cp.forward ? ch.fwd_compute_s : ch.bwd_compute_s;
       t.tp_exposed_s = cp.forward ? ch.fwd_tp_exposed_s : ch.bwd_tp_exposed_s;
       t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
-      t.ep_exposed_s = cp.forward ? (merged ? ch.fwd_ep_exposed_s : ch.fwd_ep_alone_s)
-                                  : (merged ? ch.bwd_ep_exposed_s : ch.bwd_ep_alone_s);
+      t.ep_exposed_s = cp.forward ? (merged ? paired_ep_s(ch.fwd_ep_exposed_s, ch.fwd_ep_alone_s, ch.merged_layers,
+                                                          partner_layers)
+                                            : ch.fwd_ep_alone_s)
+                                  : (merged ? paired_ep_s(ch.bwd_ep_exposed_s, ch.bwd_ep_alone_s, ch.merged_layers,
+                                                          partner_layers)
+                                            : ch.bwd_ep_alone_s);
       t.pp_wait_s = !cp.forward && merged ? ch.merged_pp_wait_s : 0.0;
       const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s + t.ep_exposed_s;
       t.straggler_s = c_.straggler_slowdown * pass_s;

@@ -18,6 +18,9 @@ namespace megasim {
 struct ChunkCosts {
   int first_layer = 0;           // global index of its first transformer layer
   int layers = 0;
+  // The layers Megatron-Core's merged 1F1B step schedules in the chunk: its decoder layers and
+  // any multi-token-prediction modules (0: not known, every pair taken as even).
+  int merged_layers = 0;
   bool has_embedding = false;    // first chunk of the first stage
   bool has_lm_head = false;      // last chunk of the last stage (LM head + loss)
   double fwd_compute_s = 0;      // kernels only (GEMMs, attention, elementwise, norms)

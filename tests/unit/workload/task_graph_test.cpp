@@ -1,6 +1,7 @@
 #include "megasim/workload/task_graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -345,6 +346,48 @@ TEST(TaskGraph, EveryDpModeIsDeadlockFree) {
         }
       }
     }
+  }
+}
+
+// Megatron-Core's merged 1F1B step pairs the n-th steady forward with the n-th steady backward
+// and overlaps min(Lf, Lb) of their layers; the longer chunk's other layers run alone
+// (TransformerModelChunkSchedulePlan.run). Chunk 0 has 2 layers, chunk 1 one: a steady
+// 2-layer pass paired with a 1-layer one exposes half its layers' exchanges as a lone pass.
+TEST(TaskGraph, MergedPairsOverlapOnlyTheShorterChunksLayers) {
+  StepCosts c = costs(2, 2, 8, 1);
+  for (auto& st : c.chunks) {
+    for (std::size_t v = 0; v < st.size(); ++v) {
+      st[v].merged_layers = v == 0 ? 2 : 1;
+      st[v].fwd_ep_exposed_s = 0.1;
+      st[v].fwd_ep_alone_s = 0.5;
+      st[v].bwd_ep_exposed_s = 0.2;
+      st[v].bwd_ep_alone_s = 0.6;
+    }
+  }
+  const StepGraph g = build_step_graph(c, WorkloadOptions{});
+  int mixed = 0, merged = 0;
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::Forward && t.kind != TaskKind::Backward) continue;
+    const bool fwd = t.kind == TaskKind::Forward;
+    const double m = fwd ? 0.1 : 0.2, alone = fwd ? 0.5 : 0.6;
+    if (std::abs(t.ep_exposed_s - 0.5 * (m + alone)) < 1e-12) {
+      EXPECT_EQ(t.chunk, 0);  // only the 2-layer chunk is ever the longer one
+      ++mixed;
+    } else if (std::abs(t.ep_exposed_s - m) < 1e-12) {
+      ++merged;
+    } else {
+      EXPECT_DOUBLE_EQ(t.ep_exposed_s, alone) << g.describe(static_cast<TaskIndex>(&t - g.tasks.data()));
+    }
+  }
+  EXPECT_GT(mixed, 0);
+  EXPECT_GT(merged, 0);
+  // Even chunks: every steady pass keeps its merged figure.
+  for (auto& st : c.chunks)
+    for (auto& ch : st) ch.merged_layers = 2;
+  const StepGraph even = build_step_graph(c, WorkloadOptions{});
+  for (const auto& t : even.tasks) {
+    if (t.kind != TaskKind::Forward) continue;
+    EXPECT_TRUE(std::abs(t.ep_exposed_s - 0.1) < 1e-12 || std::abs(t.ep_exposed_s - 0.5) < 1e-12);
   }
 }
 
