@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "megasim/catalogs/hardware_profile_reader.hpp"
+#include "megasim/catalogs/nccl_model_reader.hpp"
+#include "megasim/coll/cost_model.hpp"
 #include "megasim/config/catalog.hpp"
 #include "megasim/config/load.hpp"
 #include "megasim/exec/simulate.hpp"
@@ -87,6 +89,36 @@ TEST(StepCosts, BucketsOnlyChunkZeroByMegatronCoresRule) {
     }
     for (std::size_t v = 1; v < stage.size(); ++v) EXPECT_EQ(stage[v].dp_buckets, 1);
   }
+}
+
+// Tied input and output embeddings on a pipeline (GPT-3 175B, PP 8): the first and the last stage
+// each hold the word embedding, and Megatron all-reduces its gradient between them before the
+// optimizer (finalize_model_grads.py _allreduce_word_embedding_grads): the vocabulary shard's
+// main gradient, 51,200 / TP 8 x 12,288 x 4 B (FP32 reduction), over two ranks a node apart.
+TEST(StepCosts, TiedEmbeddingGradientsSyncBetweenTheEndStages) {
+  const auto catalog = Catalog::open(std::string(MEGASIM_SOURCE_DIR) + "/configs");
+  const JobSpec tied = bundled();
+  ASSERT_TRUE(tied.model.tie_word_embeddings);
+  ASSERT_TRUE(tied.system.grad_reduce_in_fp32);
+  const auto data = load_step_cost_data(tied, catalog);
+  const double sync_s = embedding_grad_sync_time_s(tied, *data);
+  const double bytes = static_cast<double>(padded_vocab_size(tied.model, 8) / 8) * 12288 * 4;
+  EXPECT_GE(bytes, 51200.0 / 8 * 12288 * 4);
+  // Two ranks on two nodes (the stages are nodes apart), one NIC each, on one rail.
+  const double expected =
+      collective_time_s(CollOp::AllReduce, bytes, CollGroupShape{2, 1, 2, true}, tied.cluster,
+                        load_default_nccl_model(std::string(MEGASIM_SOURCE_DIR) + "/configs"));
+  EXPECT_NEAR(sync_s, expected, 1e-9);
+  EXPECT_GT(sync_s, 5e-3);
+  // ... paid before the optimizer step, in optimizer_s; nothing where one stage holds both ends
+  // or the output layer has its own weight.
+  const StepCosts c = compute_step_costs(tied, *data);
+  EXPECT_GT(c.optimizer_s, sync_s);
+  EXPECT_EQ(embedding_grad_sync_time_s(bundled({"model.tie_word_embeddings=false"}), *data), 0.0);
+  EXPECT_EQ(embedding_grad_sync_time_s(bundled({"parallel.pipeline_model_parallel_size=1",
+                                                "parallel.virtual_pipeline_model_parallel_size=1"}),
+                                       *data),
+            0.0);
 }
 
 TEST(StepCosts, OverlapShrinksExposedTpTime) {
