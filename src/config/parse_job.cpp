@@ -109,6 +109,7 @@ void read_system_fields(ObjectReader& r, SystemSpec& s, bool& attention_auto) {
     s.dp_overlap_granularity = *g;
   }
   flag("dp_prefetch_first_all_gather", s.dp_prefetch_first_all_gather);
+  flag("dp_megatron_core_ddp", s.dp_megatron_core_ddp);
   flag("dp_reduce_every_micro_batch", s.dp_reduce_every_micro_batch);
   flag("fused_kernels", s.fused_kernels);
   flag("autocast_fp32_weights", s.autocast_fp32_weights);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "megasim/workload/merged_pairs.hpp"
 #include "megasim/workload/schedule.hpp"
 #include "megasim/workload/task_graph.hpp"
 
@@ -37,10 +38,19 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     load.compute_s += ch.fwd_compute_s + ch.bwd_compute_s;
     load.tp_s += ch.fwd_tp_exposed_s + ch.bwd_tp_exposed_s;
     load.cp_s += ch.fwd_cp_exposed_s + ch.bwd_cp_exposed_s;
-    load.ep_s += (1.0 - alone) * (ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s) +
-                 alone * (ch.fwd_ep_alone_s + ch.bwd_ep_alone_s);
+    load.ep_s += ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s;
     load.pp_s += (1.0 - alone) * ch.merged_pp_wait_s;
     load.launch_s += 2.0 * c.launch_overhead_per_chunk_s;
+  }
+  if (c.extra_warmup_passes != 0) {
+    // Megatron-Core's merged 1F1B: each pass at the exposure the event engine gives it (lone
+    // warm-up and cool-down passes, steady pairs of unequal chunks; merged_pairs.hpp), per
+    // micro-batch.
+    const auto passes = stage_schedule(PipelineSchedule::OneFOneB, c.pp, c.vpp, c.micro_batches, stage,
+                                       c.extra_warmup_passes);
+    double ep_s = 0;
+    for (const double e : scheduled_ep_exposure_s(c, PipelineSchedule::OneFOneB, stage, passes)) ep_s += e;
+    load.ep_s = ep_s / static_cast<double>(c.micro_batches);
   }
   if (c.pp > 1 && !pp_overlap) {
     // Megatron's batched, blocking isend/irecv: every chunk pass (forward and backward) waits
@@ -159,7 +169,8 @@ DpTime dp_time(const JobSpec& job, const StepCosts& c, double pipeline_busy_s) {
     t.exposed_s = reductions_left_s +
                   bucketed_exposed_s(c.dp_reduce_time_s * first.share, first.chunk->bwd_s(), n) +
                   gather_exposed_s;
-    t.hidden_s = reductions_s + c.dp_gather_time_s - t.exposed_s;
+    // The later stages' waits are their own gathers, not stage 0's: they hide none of it.
+    t.hidden_s = std::max(0.0, reductions_s + c.dp_gather_time_s - (t.exposed_s - later_stages_s));
   }
   return t;
 }

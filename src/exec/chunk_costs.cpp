@@ -23,7 +23,8 @@ int dp_buckets_of_chunk(const Context& c, const ChunkCosts& ch, int stage, int c
   // critical path); FSDP (ZeRO-3) gathers per unit in every chunk, and gradients reduced every
   // micro-batch go bucket by bucket in every chunk.
   const bool bucketed_chunk = sys.dp_overlap_granularity == DpOverlapGranularity::Bucket &&
-                              ((sys.dp_overlap && chunk == 0 && stage == 0) || job.parallel.zero_stage == 3 ||
+                              ((sys.dp_overlap && chunk == 0 && (stage == 0 || !sys.dp_megatron_core_ddp)) ||
+                               job.parallel.zero_stage == 3 ||
                                gradients_reduced_every_micro_batch(job));
   if (!bucketed_chunk) return 1;
   // Megatron-Core fills buckets in backward order, max(40M, 1M x DP) elements by default,

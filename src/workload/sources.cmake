@@ -1,2 +1,2 @@
 # workload: pure builder of a step's task graph (paths relative to src/workload).
-list(APPEND WORKLOAD_SOURCES schedule.cpp task_graph.cpp)
+list(APPEND WORKLOAD_SOURCES schedule.cpp merged_pairs.cpp task_graph.cpp)

@@ -1,5 +1,7 @@
 #include "megasim/workload/task_graph.hpp"
 
+#include "megasim/workload/merged_pairs.hpp"
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -49,7 +51,8 @@ WorkloadOptions workload_options(const JobSpec& job) {
   // schedule does (align_param_gather: Megatron-Bridge and NeMo set it exactly when the pipeline
   // is interleaved, training/comm_overlap.py _get_optimizer_overlap_cfgs; chunks 0 and 1 then go
   // at the schedule's start on every stage, schedules.py).
-  o.dp_first_gather_at_first_forward = job.system.dp_overlap && !job.system.dp_prefetch_first_all_gather &&
+  o.dp_first_gather_at_first_forward = job.system.dp_overlap && job.system.dp_megatron_core_ddp &&
+                                       !job.system.dp_prefetch_first_all_gather &&
                                        job.system.dp_overlap_granularity == DpOverlapGranularity::Bucket &&
                                        (job.parallel.zero_stage == 1 || job.parallel.zero_stage == 2) &&
                                        job.parallel.virtual_pipeline_model_parallel_size == 1;
@@ -59,15 +62,6 @@ WorkloadOptions workload_options(const JobSpec& job) {
 }
 
 namespace {
-
-// A merged pass's EP exposure when its partner overlaps only `partner_layers` of its `layers`
-// (its own count unknown, 0, or no partner, -1: the chunk's merged figure): the rest at the lone
-// pass's rate.
-double paired_ep_s(double merged_s, double alone_s, int layers, int partner_layers) {
-  if (layers <= 0 || partner_layers < 0 || partner_layers >= layers) return merged_s;
-  const double overlapped = static_cast<double>(partner_layers) / static_cast<double>(layers);
-  return merged_s * overlapped + alone_s * (1.0 - overlapped);
-}
 
 class Builder {
  public:
@@ -115,35 +109,17 @@ class Builder {
     order(s).push_back(add(load));
     const auto sched = stage_schedule(o_.schedule, c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes);
     // Under Megatron-Core's merged 1F1B the steady state's forward-backward pairs run merged,
-    // each hiding its EP exchanges behind the other's compute; warm-up forwards and cool-down
-    // backwards run alone (ChunkCosts::fwd_ep_alone_s).
-    const std::int64_t total = c_.micro_batches * c_.vpp;
+    // each hiding its EP exchanges behind the other's compute as far as their layers pair up;
+    // warm-up forwards and cool-down backwards run alone (merged_pairs.hpp).
     const bool one_f_one_b = o_.schedule == PipelineSchedule::OneFOneB;
-    // 1F1B's warm-up forwards on this stage; GPipe runs every forward before any backward.
     const std::int64_t warm =
-        one_f_one_b ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : total;
-    // The merged step pairs the n-th steady forward with the n-th steady backward and overlaps
-    // min(Lf, Lb) of their layers (TransformerModelChunkSchedulePlan.run): the longer chunk's
-    // other layers run alone, their exchanges exposed as a lone pass's.
-    std::vector<int> steady_fwd_chunks, steady_bwd_chunks;
-    {
-      std::int64_t f = 0, b = 0;
-      for (const ChunkPass& cp : sched) {
-        if (cp.forward && f++ >= warm) steady_fwd_chunks.push_back(cp.chunk);
-        if (!cp.forward && b++ < total - warm) steady_bwd_chunks.push_back(cp.chunk);
-      }
-    }
-    std::int64_t forwards = 0, backwards = 0;
-    std::size_t steady_forwards = 0, steady_backwards = 0;
-    for (const ChunkPass& cp : sched) {
+        one_f_one_b ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : 0;
+    const std::vector<bool> merged_pass = merged_passes(c_, o_.schedule, s, sched);
+    const std::vector<double> ep_s = scheduled_ep_exposure_s(c_, o_.schedule, s, sched);
+    for (std::size_t i = 0; i < sched.size(); ++i) {
+      const ChunkPass& cp = sched[i];
       const ChunkCosts& ch = chunk(s, cp.chunk);
-      const bool merged = cp.forward ? forwards++ >= warm : backwards++ < total - warm;
-      int partner_layers = -1;  // the paired pass's chunk's merged layers (-1: no partner)
-      if (merged) {
-        const std::vector<int>& others = cp.forward ? steady_bwd_chunks : steady_fwd_chunks;
-        const std::size_t n = cp.forward ? steady_forwards++ : steady_backwards++;
-        if (n < others.size()) partner_layers = chunk(s, others[n]).merged_layers;
-      }
+      const bool merged = merged_pass[i];
       StepTask t;
       t.kind = cp.forward ? TaskKind::Forward : TaskKind::Backward;
       t.stage = s;
@@ -152,12 +128,7 @@ class Builder {
       t.compute_s = cp.forward ? ch.fwd_compute_s : ch.bwd_compute_s;
       t.tp_exposed_s = cp.forward ? ch.fwd_tp_exposed_s : ch.bwd_tp_exposed_s;
       t.cp_exposed_s = cp.forward ? ch.fwd_cp_exposed_s : ch.bwd_cp_exposed_s;
-      t.ep_exposed_s = cp.forward ? (merged ? paired_ep_s(ch.fwd_ep_exposed_s, ch.fwd_ep_alone_s, ch.merged_layers,
-                                                          partner_layers)
-                                            : ch.fwd_ep_alone_s)
-                                  : (merged ? paired_ep_s(ch.bwd_ep_exposed_s, ch.bwd_ep_alone_s, ch.merged_layers,
-                                                          partner_layers)
-                                            : ch.bwd_ep_alone_s);
+      t.ep_exposed_s = ep_s[i];
       t.pp_wait_s = !cp.forward && merged ? ch.merged_pp_wait_s : 0.0;
       const double pass_s = t.compute_s + t.tp_exposed_s + t.cp_exposed_s + t.ep_exposed_s;
       t.straggler_s = c_.straggler_slowdown * pass_s;
@@ -449,7 +420,7 @@ class Builder {
         // waits only for its own bucket.
         const auto& pieces = gather_pieces[static_cast<std::size_t>(c)];
         const double share = c_.dp_share(s, c) / static_cast<double>(pieces.size());
-        // What the first forward waits for before its pre-hook runs: the load, its inputs.
+        // What the first forward waits for besides the load: its inputs (the previous stage's).
         const std::vector<TaskIndex> forward_inputs = g_.tasks[pieces.front()].deps;
         for (std::size_t k = 0; k < pieces.size(); ++k) {
           const double key = -1.0 + c * 1e-3 + static_cast<double>(k) * 1e-6;
@@ -463,6 +434,8 @@ class Builder {
               if (!o_.dp_first_gather_at_first_forward) {
                 deps.push_back(load);
               } else if (i == 0) {
+                // The pre-hook runs once the forward has its batch (get_batch) and its inputs.
+                deps.push_back(load);
                 deps.insert(deps.end(), forward_inputs.begin(), forward_inputs.end());
               } else {
                 // The expert buffer's gather goes when the first expert module runs, after the

@@ -259,6 +259,13 @@ struct SystemSpec {
   // pass, as FSDP units).
   DpOverlapGranularity dp_overlap_granularity = DpOverlapGranularity::Chunk;
   bool dp_prefetch_first_all_gather = false;  // first AG overlaps data loading
+  // Megatron-Core's DistributedDataParallel with the distributed optimizer (ZeRO 1-2, bucket
+  // granularity): only pipeline stage 0's model chunk 0 is split into buckets (pp_rank > 0: one
+  // bucket), and without the prefetch a stage's first gather is dispatched by its first forward's
+  // pre-hook, unless an interleaved pipeline's align_param_gather dispatches it at the schedule's
+  // start (Megatron-Bridge and NeMo set it exactly then). Off: every stage like stage 0, gathers
+  // issued at the step's start.
+  bool dp_megatron_core_ddp = false;
   // ZeRO-2/3 only: reduce-scatter every micro-batch's gradients as its backward produces them
   // and keep only this rank's shard (DeepSpeed ZeRO-2, FSDP without no_sync): m reductions per
   // step instead of one, sharded gradient memory.

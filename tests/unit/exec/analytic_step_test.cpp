@@ -4,6 +4,11 @@
 
 #include "megasim/exec/analytic_step.hpp"
 
+#include <algorithm>
+
+#include "megasim/workload/merged_pairs.hpp"
+#include "megasim/workload/schedule.hpp"
+
 namespace megasim {
 namespace {
 
@@ -147,6 +152,59 @@ TEST(AnalyticStep, BreakdownAddsUpToStepTimeTextbook) {
   EXPECT_NEAR(r.breakdown.straggler_s, r.breakdown.other_s, 1e-15);
   c.straggler_slowdown = 0;
   EXPECT_EQ(estimate_step_analytic(job_with(false, false, false), c).breakdown.straggler_s, 0.0);
+}
+
+// Megatron-Core's DDP on a non-interleaved pipeline: each later stage waits for its whole first
+// gather before its first forward, so the fill grows by (p - 1) gathers; those waits hide nothing,
+// so the SM-sharing cost of hidden DP traffic cannot turn negative and shorten the step.
+TEST(AnalyticStep, LaterStagesFirstGathersHoldUpTheFillAndHideNothing) {
+  StepCosts c = uniform_costs(4, 1, 8);
+  c.dp = 8;
+  for (auto& stage : c.chunks)
+    for (auto& ch : stage) ch.param_bytes = 1;
+  c.dp_gather_time_s = 2e-3;
+  c.dp_reduce_time_s = 1e-3;
+  JobSpec j = job_with(true, true, false);
+  j.parallel.zero_stage = 1;
+  j.system.dp_overlap_granularity = DpOverlapGranularity::Bucket;
+  const double early = estimate_step_analytic(j, c).breakdown.exposed_dp_comm_s;
+  j.system.dp_megatron_core_ddp = true;
+  const double at_forward = estimate_step_analytic(j, c).breakdown.exposed_dp_comm_s;
+  EXPECT_NEAR(at_forward - early, 3 * 2e-3, 1e-12);
+  c.dp_overlap_compute_slowdown = 0.2;
+  EXPECT_GE(estimate_step_analytic(j, c).breakdown.exposed_dp_comm_s, at_forward);
+}
+
+// Megatron-Core's merged 1F1B on an uneven interleaved stage (chunk 0: 2 layers, chunk 1: 1):
+// each steady 2-layer pass paired with a 1-layer one runs one layer alone, so the analytic
+// engine's EP time per micro-batch is above the merged figures' and matches the event engine's
+// pass-by-pass pricing (merged_pairs.hpp) summed over the stage's passes.
+TEST(AnalyticStep, MergedStepPricesUnequalPairsPassByPass) {
+  StepCosts c = uniform_costs(2, 2, 8);
+  c.extra_warmup_passes = 1;
+  for (auto& stage : c.chunks) {
+    for (std::size_t v = 0; v < stage.size(); ++v) {
+      stage[v].merged_layers = v == 0 ? 2 : 1;
+      stage[v].fwd_ep_exposed_s = 0.1e-3;
+      stage[v].bwd_ep_exposed_s = 0.1e-3;
+      stage[v].fwd_ep_alone_s = 0.5e-3;
+      stage[v].bwd_ep_alone_s = 0.5e-3;
+    }
+  }
+  const JobSpec j = job_with(true, false, false, 2);
+  const double ep_s = estimate_step_analytic(j, c).breakdown.exposed_ep_comm_s;
+  double most = 0;  // the busiest stage's passes, as the event engine prices them
+  for (int s = 0; s < c.pp; ++s) {
+    const auto passes = stage_schedule(PipelineSchedule::OneFOneB, c.pp, c.vpp, c.micro_batches, s, 1);
+    double sum = 0;
+    for (const double e : scheduled_ep_exposure_s(c, PipelineSchedule::OneFOneB, s, passes)) sum += e;
+    most = std::max(most, sum);
+  }
+  EXPECT_NEAR(ep_s, most, 1e-12);
+  // Even chunks: only the lone warm-up and cool-down passes differ from the merged figure.
+  for (auto& stage : c.chunks)
+    for (auto& ch : stage) ch.merged_layers = 1;
+  EXPECT_LT(estimate_step_analytic(j, c).breakdown.exposed_ep_comm_s, ep_s);
 }
 
 }  // namespace

@@ -79,6 +79,7 @@ TEST(DesDp, FirstGatherIssuedByTheFirstForwardHoldsUpTheFill) {
   j.parallel.zero_stage = 1;
   j.system.dp_overlap = true;
   j.system.dp_overlap_granularity = DpOverlapGranularity::Bucket;
+  j.system.dp_megatron_core_ddp = true;
   j.system.dp_prefetch_first_all_gather = true;
   StepCosts c = destest::costs(j, 4, 20e-3, 40e-3);
   c.dp_grad_reduce_bytes = 400e6;
@@ -88,6 +89,10 @@ TEST(DesDp, FirstGatherIssuedByTheFirstForwardHoldsUpTheFill) {
   j.system.dp_prefetch_first_all_gather = false;
   ASSERT_TRUE(workload_options(j).dp_first_gather_at_first_forward);
   const StepReport at_forward = run(j, c);
+  // Outside Megatron-Core's DDP the gathers go at the step's start.
+  JobSpec other = j;
+  other.system.dp_megatron_core_ddp = false;
+  EXPECT_FALSE(workload_options(other).dp_first_gather_at_first_forward);
   const double gather_s = collective_time_s(CollOp::AllGather, c.dp_param_gather_bytes,
                                             CollGroupShape{2, 1, 2, false}, j.cluster, destest::nccl());
   ASSERT_GT(gather_s, 20e-3);  // longer than stage 0's first forward: not hidden by it
@@ -98,6 +103,7 @@ TEST(DesDp, FirstGatherIssuedByTheFirstForwardHoldsUpTheFill) {
   v.parallel.zero_stage = 1;
   v.system.dp_overlap = true;
   v.system.dp_overlap_granularity = DpOverlapGranularity::Bucket;
+  v.system.dp_megatron_core_ddp = true;
   EXPECT_FALSE(workload_options(v).dp_first_gather_at_first_forward);
 }
 

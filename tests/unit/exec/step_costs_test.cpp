@@ -76,7 +76,8 @@ TEST(StepCosts, BucketsOnlyChunkZeroByMegatronCoresRule) {
   const auto chunked = compute_step_costs(bundled(), catalog);
   for (const auto& stage : chunked.chunks)
     for (const auto& ch : stage) EXPECT_EQ(ch.dp_buckets, 1);
-  const auto c = compute_step_costs(bundled({"system.dp_overlap_granularity=bucket"}), catalog);
+  const auto c = compute_step_costs(
+      bundled({"system.dp_overlap_granularity=bucket", "system.dp_megatron_core_ddp=true"}), catalog);
   ASSERT_GT(c.chunks.size(), 1U);
   for (std::size_t s = 0; s < c.chunks.size(); ++s) {
     const auto& stage = c.chunks[s];
@@ -89,6 +90,9 @@ TEST(StepCosts, BucketsOnlyChunkZeroByMegatronCoresRule) {
     }
     for (std::size_t v = 1; v < stage.size(); ++v) EXPECT_EQ(stage[v].dp_buckets, 1);
   }
+  // Bucket granularity outside Megatron-Core's DDP (FSDP-style presets): every stage's chunk 0.
+  const auto other = compute_step_costs(bundled({"system.dp_overlap_granularity=bucket"}), catalog);
+  for (const auto& stage : other.chunks) EXPECT_GT(stage[0].dp_buckets, 1);
 }
 
 // Tied input and output embeddings on a pipeline (GPT-3 175B, PP 8): the first and the last stage
