@@ -119,6 +119,7 @@ Dims dims(const JobSpec& job, const LayerKind& kind) {
     x.q_local = x.a_local * (a.qk_nope_head_dim + a.qk_rope_head_dim);
     x.kv_local = x.a_local * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
     x.o_local = x.a_local * a.v_head_dim;
+    x.mla_rope_local = x.a_local * a.qk_rope_head_dim;
     x.hd = (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) / 2;
   }
   x.vocab_local = padded_vocab_size(m, static_cast<int>(x.t)) / x.t;

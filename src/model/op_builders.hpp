@@ -33,6 +33,7 @@ struct Dims {
   AttentionKernel attention_kernel;
   std::int64_t o_local = 0;  // input width of the attention projection (MLA: heads x v_head_dim)
   bool mla = false;          // multi-head latent attention's projections instead of one QKV GEMM
+  std::int64_t mla_rope_local = 0;  // MLA: this rank's heads x qk_rope_head_dim
 };
 
 Dims dims(const JobSpec& job);

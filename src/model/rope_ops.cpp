@@ -22,7 +22,7 @@ namespace megasim::model_detail {
 // 0.48 / 0.76 ms, 34 / 54 passes of both at the elementwise rate (the small broadcast kernels run
 // far below it; for the larger query alone 26 / 27), the figures used: at wider local tensors
 // they over-price. Plain PyTorch ops, so a plain launch's host time. (MLA's YaRN RoPE has a
-// fused Triton kernel, fused_mla_yarn_rope_apply.py, and keeps the fused pricing.)
+// fused Triton kernel, fused_mla_yarn_rope_apply.py, and is priced by its own reads and writes below.)
 void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
   if (!x.rope) return;
   const double elems = dd(x.tokens) * dd(x.q_local + x.kv_local / 2);
@@ -31,6 +31,17 @@ void add_rope(std::vector<LayerOp>& ops, const Dims& x, bool backward) {
                      (backward ? 54.0 : 34.0) * elems * x.e, backward ? 2 * 7 : 2 * 12);
     op.plain_torch_launches = true;
     ops.push_back(op);
+    return;
+  }
+  if (x.mla) {
+    // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): the query kernel rewrites the
+    // whole query (nope and rope parts); the key-value kernel reads the up-projection's output
+    // (nope and value parts, without rope) and writes the key (nope + rope) and the value. The
+    // backward kernels move the same bytes the other way. (The shared rope key's read is small.)
+    const double q = dd(x.q_local);
+    const double kv_in = dd(x.kv_local - x.mla_rope_local);
+    ops.push_back(mem(backward ? "rope_bwd" : "rope", OpKind::Elementwise,
+                      dd(x.tokens) * (2.0 * q + kv_in + dd(x.kv_local)) * x.e, 2));
     return;
   }
   ops.push_back(mem(backward ? "rope_bwd" : "rope", OpKind::Elementwise, 2.0 * elems * x.e, 2));

@@ -934,6 +934,11 @@ TEST(Moe, Fp8SharedExpertAndMlaInputCasts) {
   }
   // ... and the fused MLA RoPE as the forward runs it: the whole query, key and value rewritten.
   EXPECT_DOUBLE_EQ(op_named(replay, "rope").bytes, op_named(fwd, "rope").bytes);
+  // Its bytes at TP 2 (64 heads a rank): the query (192 a head) read and written; the key-value
+  // kernel reads the up-projection's nope and value parts (128 + 128) and writes the key (192)
+  // and the value (128): 4,096 tokens x 64 x (2 x 192 + 256 + 320) x 2 B = 480 MiB.
+  EXPECT_DOUBLE_EQ(op_named(fwd, "rope").bytes, 4096.0 * 64 * (2 * 192 + 256 + 320) * 2);
+  EXPECT_DOUBLE_EQ(op_named(bwd, "rope_bwd").bytes, op_named(fwd, "rope").bytes);
   // Without a query latent the query projection is a plain TE linear on the gathered hidden
   // states: its input shard cast row-wise, gathered at 1 byte, transposed for the wgrad.
   auto no_q_latent = j;
