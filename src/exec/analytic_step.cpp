@@ -38,7 +38,7 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     load.compute_s += ch.fwd_compute_s + ch.bwd_compute_s;
     load.tp_s += ch.fwd_tp_exposed_s + ch.bwd_tp_exposed_s;
     load.cp_s += ch.fwd_cp_exposed_s + ch.bwd_cp_exposed_s;
-    load.ep_s += ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s;
+    if (c.extra_warmup_passes == 0) load.ep_s += ch.fwd_ep_exposed_s + ch.bwd_ep_exposed_s;
     load.pp_s += (1.0 - alone) * ch.merged_pp_wait_s;
     load.launch_s += 2.0 * c.launch_overhead_per_chunk_s;
   }
@@ -48,8 +48,9 @@ StageLoad stage_load(const std::vector<ChunkCosts>& chunks, const StepCosts& c, 
     // micro-batch.
     const auto passes = stage_schedule(PipelineSchedule::OneFOneB, c.pp, c.vpp, c.micro_batches, stage,
                                        c.extra_warmup_passes);
+    const auto merged = merged_passes(c, PipelineSchedule::OneFOneB, stage, passes);
     double ep_s = 0;
-    for (const double e : scheduled_ep_exposure_s(c, PipelineSchedule::OneFOneB, stage, passes)) ep_s += e;
+    for (const double e : scheduled_ep_exposure_s(c, stage, passes, merged)) ep_s += e;
     load.ep_s = ep_s / static_cast<double>(c.micro_batches);
   }
   if (c.pp > 1 && !pp_overlap) {

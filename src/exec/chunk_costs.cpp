@@ -89,7 +89,9 @@ ChunkCosts chunk_cost(const Context& c, const LayerPasses& lp, const TpOverlapCo
     // ... and joins it to the previous depth's hidden states (norms, concatenation, eh_proj).
     f += lp.mtp_projection_fwd.scaled(static_cast<int>(mtp));
     b += lp.mtp_projection_bwd.scaled(static_cast<int>(mtp));
-    if (job.system.overlap_moe_expert_parallel_comm) f.ep_merged_exposed_s += static_cast<double>(mtp) * mtp_combine_unhidden_s(c, lp);
+    if (job.system.overlap_moe_expert_parallel_comm) {
+      f.ep_merged_exposed_s += static_cast<double>(mtp) * mtp_combine_unhidden_s(c, lp);
+    }
   }
   ChunkCosts ch = pass_costs(c, f, b, ov);
   if (job.system.overlap_moe_expert_parallel_comm) {

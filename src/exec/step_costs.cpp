@@ -85,15 +85,20 @@ void add_dp_costs(const Context& ctx, StepCosts& c) {
 // all-reduces its gradient between them after the DP reduction and before the optimizer
 // (Megatron-Core finalize_model_grads.py _allreduce_word_embedding_grads: `share_embeddings_and_
 // output_weights or mtp_num_layers`): the vocabulary shard's main gradient, exposed.
-double embedding_grad_sync_s(const JobSpec& job, const NcclModel& nccl) {
+}  // namespace
+
+double embedding_grad_sync_time_s(const JobSpec& job, const NcclModel& nccl) {
   const int pp = job.parallel.pipeline_model_parallel_size;
   if (pp <= 1 || !(job.model.tie_word_embeddings || job.model.num_nextn_predict_layers > 0)) return 0.0;
   const int tp = job.parallel.tensor_model_parallel_size;
-  const double bytes = static_cast<double>(padded_vocab_size(job.model, tp) / tp) * static_cast<double>(job.model.hidden_size) *
-                       (job.system.grad_reduce_in_fp32 ? 4.0 : 2.0);
+  const double shard_elements =
+      static_cast<double>(padded_vocab_size(job.model, tp) / tp) * static_cast<double>(job.model.hidden_size);
+  const double bytes = shard_elements * (job.system.grad_reduce_in_fp32 ? 4.0 : 2.0);
   const CollGroupShape ends = group_shape(2, pipeline_peer_stride(job) * (pp - 1), nvlink_domain_gpus(job.cluster));
   return collective_time_s(CollOp::AllReduce, bytes, ends, job.cluster, nccl);
 }
+
+namespace {
 
 // Per-step costs outside the passes: the optimizer step (with the embedding's gradient sync
 // before it), host overheads and slow hosts.
@@ -105,7 +110,8 @@ void add_host_costs(const Context& ctx, const HostOverheads& host, StepCosts& c)
   // all-reduce of one scalar per rank (latency-bound).
   const CollGroupShape world = group_shape(job.cluster.num_gpus, 1, nvlink_domain_gpus(job.cluster));
   c.optimizer_s = optimizer_step_time_s(job, ctx.hw) +
-                  collective_time_s(CollOp::AllReduce, 4.0, world, job.cluster, ctx.nccl) + embedding_grad_sync_s(job, ctx.nccl);
+                  collective_time_s(CollOp::AllReduce, 4.0, world, job.cluster, ctx.nccl) +
+                  embedding_grad_sync_time_s(job, ctx.nccl);
 
   c.data_loading_s = data_loading_time_s(host, sys, gpn);
   c.gc_skew_s = gc_skew_time_s(host, sys, job.parallel.data_parallel_size);
@@ -123,10 +129,6 @@ void add_host_costs(const Context& ctx, const HostOverheads& host, StepCosts& c)
 
 StepCosts compute_step_costs(const JobSpec& job, const Catalog& catalog) {
   return compute_step_costs(job, *load_step_cost_data(job, catalog));
-}
-
-double embedding_grad_sync_time_s(const JobSpec& job, const StepCostData& data) {
-  return embedding_grad_sync_s(job, data.nccl);
 }
 
 StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data) {

@@ -32,11 +32,10 @@ std::vector<bool> merged_passes(const StepCosts& c, PipelineSchedule schedule, i
   return out;
 }
 
-std::vector<double> scheduled_ep_exposure_s(const StepCosts& c, PipelineSchedule schedule, int stage,
-                                            const std::vector<ChunkPass>& passes) {
+std::vector<double> scheduled_ep_exposure_s(const StepCosts& c, int stage, const std::vector<ChunkPass>& passes,
+                                            const std::vector<bool>& merged) {
   const auto& chunks = c.chunks[static_cast<std::size_t>(stage)];
   const auto chunk = [&](int k) -> const ChunkCosts& { return chunks[static_cast<std::size_t>(k)]; };
-  const std::vector<bool> merged = merged_passes(c, schedule, stage, passes);
   std::vector<int> steady_fwd, steady_bwd;  // chunks of the steady passes, in order
   for (std::size_t i = 0; i < passes.size(); ++i)
     if (merged[i]) (passes[i].forward ? steady_fwd : steady_bwd).push_back(passes[i].chunk);

@@ -115,7 +115,7 @@ class Builder {
     const std::int64_t warm =
         one_f_one_b ? warmup_passes(c_.pp, c_.vpp, c_.micro_batches, s, c_.extra_warmup_passes) : 0;
     const std::vector<bool> merged_pass = merged_passes(c_, o_.schedule, s, sched);
-    const std::vector<double> ep_s = scheduled_ep_exposure_s(c_, o_.schedule, s, sched);
+    const std::vector<double> ep_s = scheduled_ep_exposure_s(c_, s, sched, merged_pass);
     for (std::size_t i = 0; i < sched.size(); ++i) {
       const ChunkPass& cp = sched[i];
       const ChunkCosts& ch = chunk(s, cp.chunk);

@@ -33,10 +33,12 @@ StepCosts compute_step_costs(const JobSpec& job, const StepCostData& data, const
 // The buffer sizes of the loaded hardware profile (memory_per_gpu's last argument).
 BufferSizes buffer_sizes(const StepCostData& data);
 
+struct NcclModel;
+
 // The word embedding's gradient all-reduce between the first and the last pipeline stage before
 // the optimizer, when both hold the embedding (tied input and output embeddings, or MTP modules;
 // Megatron's finalize_model_grads): part of StepCosts::optimizer_s. 0 on one stage.
-double embedding_grad_sync_time_s(const JobSpec& job, const StepCostData& data);
+double embedding_grad_sync_time_s(const JobSpec& job, const NcclModel& nccl);
 
 // Every kernel and collective of one layer (report/kernel_table.hpp says how each is timed).
 std::vector<LayerKernelTime> layer_kernel_times(const JobSpec& job, const StepCostData& data);  // layer 0's kind

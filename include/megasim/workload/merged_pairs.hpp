@@ -13,13 +13,13 @@
 
 namespace megasim {
 
-// One pass's exposure for `passes` = stage_schedule(schedule, pp, vpp, m, stage,
-// extra_warmup_passes): parallel to it.
-std::vector<double> scheduled_ep_exposure_s(const StepCosts& costs, PipelineSchedule schedule, int stage,
-                                            const std::vector<ChunkPass>& passes);
-
-// Whether pass i of `passes` runs merged (a steady pass of the 1F1B schedule).
+// Whether pass i of `passes` = stage_schedule(schedule, pp, vpp, m, stage, extra_warmup_passes)
+// runs merged (a steady pass of the 1F1B schedule).
 std::vector<bool> merged_passes(const StepCosts& costs, PipelineSchedule schedule, int stage,
                                 const std::vector<ChunkPass>& passes);
+
+// Each pass's exposure, parallel to `passes`; `merged` is merged_passes() of them.
+std::vector<double> scheduled_ep_exposure_s(const StepCosts& costs, int stage, const std::vector<ChunkPass>& passes,
+                                            const std::vector<bool>& merged);
 
 }  // namespace megasim

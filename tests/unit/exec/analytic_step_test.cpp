@@ -197,7 +197,8 @@ TEST(AnalyticStep, MergedStepPricesUnequalPairsPassByPass) {
   for (int s = 0; s < c.pp; ++s) {
     const auto passes = stage_schedule(PipelineSchedule::OneFOneB, c.pp, c.vpp, c.micro_batches, s, 1);
     double sum = 0;
-    for (const double e : scheduled_ep_exposure_s(c, PipelineSchedule::OneFOneB, s, passes)) sum += e;
+    const auto merged = merged_passes(c, PipelineSchedule::OneFOneB, s, passes);
+    for (const double e : scheduled_ep_exposure_s(c, s, passes, merged)) sum += e;
     most = std::max(most, sum);
   }
   EXPECT_NEAR(ep_s, most, 1e-12);
