@@ -32,6 +32,36 @@ double fp8_saved_input_bytes(const JobSpec& job) {
   return job.training.precision == Precision::Fp8 ? 1.0 : 2.0;
 }
 
+// Bytes per logit the loss keeps from its forward into its backward, the 16-bit logits counted:
+//   fused, unfused: Megatron's vocab-parallel loss upcasts the logits (calculate_logits_max's
+//     .float(), core/tensor_parallel/cross_entropy.py) and saves the FP32 softmax: 2 + 4;
+//   te: Transformer Engine's Triton kernels write the gradient into the 16-bit logits in place
+//     (transformer_engine/pytorch/triton/cross_entropy.py): 2;
+//   xentropy: flash-attn's CrossEntropyLoss saves the 16-bit logits and a row log-sum-exp, and
+//     its backward writes a new 16-bit gradient (inplace_backward false, its default): 2 + 2.
+double loss_bytes_per_logit(CrossEntropyImpl impl) {
+  switch (impl) {
+    case CrossEntropyImpl::Fused:
+    case CrossEntropyImpl::Unfused: return 6.0;
+    case CrossEntropyImpl::Te: return 2.0;
+    case CrossEntropyImpl::Xentropy: return 4.0;
+  }
+  return 6.0;  // not reached: the switch is exhaustive
+}
+
+// The parameters of the largest FSDP unit on one GPU of `stage`: PyTorch FSDP wraps each
+// transformer block as a unit (the pytorch-fsdp / torchtitan presets' auto-wrap), so a unit is
+// the stage's largest layer (an MoE layer with this GPU's experts, or a dense one).
+double largest_layer_parameters_per_gpu(const JobSpec& job) {
+  const ModelSpec& m = job.model;
+  const int t = std::max(1, job.parallel.tensor_model_parallel_size);
+  const int ep = std::max(1, job.parallel.expert_model_parallel_size);
+  const int etp = static_cast<int>(expert_tensor_parallel_size(job));
+  double largest = layer_parameters(m, false, t, ep, etp).total();
+  if (is_moe(m)) largest = std::max(largest, layer_parameters(m, true, t, ep, etp).total());
+  return largest;
+}
+
 }  // namespace
 
 bool gradients_sharded(const JobSpec& job) {
@@ -230,17 +260,22 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   const bool sp = job.parallel.sequence_parallel && t > 1;
   const double sbh = s * b * h;
   const double in_flight_mb = p == 1 ? 1.0 : dd(p - stage);
-  if (job.training.recompute == Recompute::Full) {
-    // The layer being recomputed holds its full working set during its backward.
-    JobSpec one = job;
-    one.training.recompute = Recompute::Selective;
-    act += layer_activation_bytes(one);
-  }
   if (stage == 0 && m.hidden_dropout > 0) act += sbh / (sp ? t : 1) * in_flight_mb;  // embedding dropout mask
+  double head = 0;  // the logits and the loss's tensors of the micro-batch being run
   if (stage == p - 1) {
     const double v_local = dd(padded_vocab_size(m, t)) / t;
-    act += 2.0 * sbh / (sp ? t : 1);          // final norm input
-    act += s * b * v_local * (2.0 + 4.0);     // bf16 logits + fp32 softmax in cross-entropy
+    act += 2.0 * sbh / (sp ? t : 1);  // final norm input
+    head = s * b * v_local * loss_bytes_per_logit(job.system.cross_entropy_implementation);
+  }
+  if (job.training.recompute == Recompute::Full) {
+    // The layer being recomputed holds its full working set during its own backward, which
+    // starts once the loss's backward and the LM head's have run and freed the logits: the
+    // larger of the two is the peak, not their sum.
+    JobSpec one = job;
+    one.training.recompute = Recompute::Selective;
+    act += std::max(layer_activation_bytes(one), head);
+  } else {
+    act += head;
   }
   r.activations_bytes = act;
 
@@ -255,8 +290,25 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
   // parallelism each rank's are its 1/t slice (what it sends, step_costs' p2p_bytes); without,
   // Megatron's scatter-gather sends 1/t but all-gathers the whole tensor on arrival.
   if (p > 1) buffers += 4.0 * sbh / (sp ? t : 1) * 2.0;
-  if (grads_sharded) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
-  if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets
+  if (job.system.fsdp_staging != FsdpStaging::None) {
+    // PyTorch FSDP moves whole units, not buckets. FULL_SHARD gathers a unit's 16-bit
+    // parameters for its forward and again for its backward, the next unit's in flight beside
+    // it (FSDP1's limit_all_gathers allows two; FSDP2 prefetches one ahead); the root unit (the
+    // embedding, the final norm and an untied head) is not resharded after the forward. Each
+    // unit's backward leaves its 16-bit gradient and the copy FSDP casts to the reduce dtype
+    // for the reduce-scatter. Measured against one rank of FSDP1 run for real
+    // (bench/data/h100-fsdp1-rank-replay.json: MPT-30B and MPT-13B allocated peaks).
+    const double unit = largest_layer_parameters_per_gpu(job);
+    if (zero >= 3) {
+      buffers += 2.0 * unit * 2.0;
+      if (stage == 0) buffers += embedding_parameters_per_gpu(job) * 2.0;
+      if (stage == p - 1) buffers += lm_head_parameters_per_gpu(job) * 2.0;
+    }
+    if (grads_sharded) buffers += unit * (2.0 + grad_b);
+  } else {
+    if (grads_sharded) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
+    if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets
+  }
   r.buffers_bytes = buffers;
   return r;
 }

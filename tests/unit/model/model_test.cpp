@@ -667,6 +667,70 @@ TEST(Memory, FsdpKeepsNoSixteenBitCopy) {
   EXPECT_DOUBLE_EQ(memory_per_gpu(j, 3, BufferSizes{}).weights_bytes, 4 * params / 4 + 2 * params);
 }
 
+// What the loss keeps per logit follows its implementation: Megatron's upcast FP32 softmax
+// beside the 16-bit logits (6 B), TE's gradient written into the logits (2 B), flash-attn's
+// xentropy with its separate 16-bit gradient (4 B).
+TEST(MemoryTextbook, TheLossKeepsWhatItsImplementationKeeps) {
+  JobSpec j = gpt175b_megascale();  // TP 8, PP 8: the last stage holds the head
+  j.training.recompute = Recompute::Selective;
+  const int last = j.parallel.pipeline_model_parallel_size - 1;
+  const double logits = 2048.0 * 1 * static_cast<double>(padded_vocab_size(j.model, 8)) / 8;
+  auto act = [&](CrossEntropyImpl impl) {
+    j.system.cross_entropy_implementation = impl;
+    return memory_per_gpu(j, last, BufferSizes{}).activations_bytes;
+  };
+  const double fused = act(CrossEntropyImpl::Fused);
+  EXPECT_DOUBLE_EQ(act(CrossEntropyImpl::Unfused), fused);
+  EXPECT_DOUBLE_EQ(fused - act(CrossEntropyImpl::Te), 4.0 * logits);
+  EXPECT_DOUBLE_EQ(fused - act(CrossEntropyImpl::Xentropy), 2.0 * logits);
+}
+
+// Under full recompute a layer's working set exists only during its own backward, which runs
+// after the loss's backward has freed the logits: the peak holds the larger of the two.
+TEST(MemoryTextbook, FullRecomputeHoldsTheLargerOfTheLogitsAndOneLayer) {
+  JobSpec j = gpt175b_megascale();
+  j.training.recompute = Recompute::Full;
+  const int last = j.parallel.pipeline_model_parallel_size - 1;
+  JobSpec sel = j;
+  sel.training.recompute = Recompute::Selective;
+  const double working = layer_activation_bytes(sel);
+  const double saved = layer_activation_bytes(j) * activation_layer_units_in_flight(j, last) +
+                       2.0 * 2048 * 12288 / 8;  // checkpoints + the final norm's input (SP)
+  const double logits = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 8)) / 8 * 6.0;
+  ASSERT_GT(working, logits);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, last, BufferSizes{}).activations_bytes, saved + working);
+  j.model.vocab_size = 2048000;  // logits now outweigh the layer
+  const double big_logits = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 8)) / 8 * 6.0;
+  ASSERT_GT(big_logits, working);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, last, BufferSizes{}).activations_bytes, saved + big_logits);
+}
+
+// PyTorch FSDP gathers and reduces whole units (a transformer block each), not Megatron's
+// buckets: FULL_SHARD holds two gathered units (the one running, the next in flight) and the
+// unsharded root (embedding), and a unit's backward its 16-bit gradient and its FP32 copy.
+TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
+  JobSpec j = gpt175b_megascale();
+  j.parallel.tensor_model_parallel_size = 1;
+  j.parallel.pipeline_model_parallel_size = 1;
+  j.parallel.virtual_pipeline_model_parallel_size = 1;
+  j.parallel.sequence_parallel = false;
+  j.parallel.data_parallel_size = 8;
+  j.parallel.zero_stage = 3;
+  j.system.grad_reduce_in_fp32 = true;
+  j.system.dp_reduce_every_micro_batch = true;
+  BufferSizes b;
+  b.grad_bucket_elements = 40e6;
+  const double megatron = memory_per_gpu(j, 0, b).buffers_bytes;
+  EXPECT_DOUBLE_EQ(megatron, 2.0 * 40e6 * 4.0 + 2.0 * 40e6 * 2.0);
+  j.system.fsdp_staging = FsdpStaging::Fsdp1;
+  const double unit = layer_parameter_count(j.model);
+  const double root = embedding_parameter_count(j.model) + head_parameter_count(j.model);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes, 2.0 * unit * 2.0 + root * 2.0 + unit * (2.0 + 4.0));
+  // SHARD_GRAD_OP keeps the parameters gathered (weights); only the gradient staging remains.
+  j.parallel.zero_stage = 2;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes, unit * (2.0 + 4.0));
+}
+
 // Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with
 // sequence parallelism, the whole (all-gathered) tensor without it.
 TEST(Memory, PipelineBuffersFollowTheBoundaryTensor) {
