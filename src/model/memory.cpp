@@ -32,9 +32,11 @@ double fp8_saved_input_bytes(const JobSpec& job) {
   return job.training.precision == Precision::Fp8 ? 1.0 : 2.0;
 }
 
-// Bytes per logit the loss keeps from its forward into its backward, the 16-bit logits counted:
+// Bytes per logit at the loss's peak, the 16-bit logits counted:
 //   fused, unfused: Megatron's vocab-parallel loss upcasts the logits (calculate_logits_max's
-//     .float(), core/tensor_parallel/cross_entropy.py) and saves the FP32 softmax: 2 + 4;
+//     .float(), core/tensor_parallel/cross_entropy.py) and saves the FP32 softmax for its
+//     backward, the 16-bit logits beside it while it runs: 2 + 4 (torchtitan's F.cross_entropy,
+//     filed under unfused, is not in place and peaks higher; docs/limitations.md);
 //   te: Transformer Engine's Triton kernels write the gradient into the 16-bit logits in place
 //     (transformer_engine/pytorch/triton/cross_entropy.py): 2;
 //   xentropy: flash-attn's CrossEntropyLoss saves the 16-bit logits and a row log-sum-exp, and
@@ -49,7 +51,7 @@ double loss_bytes_per_logit(CrossEntropyImpl impl) {
   return 6.0;  // not reached: the switch is exhaustive
 }
 
-// The parameters of the largest FSDP unit on one GPU of `stage`: PyTorch FSDP wraps each
+// The parameters of the largest FSDP unit on one GPU: PyTorch FSDP wraps each
 // transformer block as a unit (the pytorch-fsdp / torchtitan presets' auto-wrap), so a unit is
 // the stage's largest layer (an MoE layer with this GPU's experts, or a dense one).
 double largest_layer_parameters_per_gpu(const JobSpec& job) {
@@ -267,16 +269,17 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
     act += 2.0 * sbh / (sp ? t : 1);  // final norm input
     head = s * b * v_local * loss_bytes_per_logit(job.system.cross_entropy_implementation);
   }
+  // The layer being recomputed holds its full working set during its own backward, which
+  // starts once the loss's backward and the LM head's have run and freed the logits: the
+  // larger of the two is the peak, not their sum.
+  double working = 0;
   if (job.training.recompute == Recompute::Full) {
-    // The layer being recomputed holds its full working set during its own backward, which
-    // starts once the loss's backward and the LM head's have run and freed the logits: the
-    // larger of the two is the peak, not their sum.
     JobSpec one = job;
     one.training.recompute = Recompute::Selective;
-    act += std::max(layer_activation_bytes(one), head);
-  } else {
-    act += head;
+    working = layer_activation_bytes(one);
   }
+  const double transient = std::max(working, head);
+  act += transient;
   r.activations_bytes = act;
 
   // Buffers.
@@ -294,17 +297,26 @@ MemoryBreakdown memory_per_gpu(const JobSpec& job, int stage, const BufferSizes&
     // PyTorch FSDP moves whole units, not buckets. FULL_SHARD gathers a unit's 16-bit
     // parameters for its forward and again for its backward, the next unit's in flight beside
     // it (FSDP1's limit_all_gathers allows two; FSDP2 prefetches one ahead); the root unit (the
-    // embedding, the final norm and an untied head) is not resharded after the forward. Each
-    // unit's backward leaves its 16-bit gradient and the copy FSDP casts to the reduce dtype
-    // for the reduce-scatter. Measured against one rank of FSDP1 run for real
-    // (bench/data/h100-fsdp1-rank-replay.json: MPT-30B and MPT-13B allocated peaks).
+    // embedding, the final norm and an untied head) is not resharded after the forward.
     const double unit = largest_layer_parameters_per_gpu(job);
     if (zero >= 3) {
       buffers += 2.0 * unit * 2.0;
       if (stage == 0) buffers += embedding_parameters_per_gpu(job) * 2.0;
       if (stage == p - 1) buffers += lm_head_parameters_per_gpu(job) * 2.0;
     }
-    if (grads_sharded) buffers += unit * (2.0 + grad_b);
+    if (grads_sharded) {
+      // A unit's 16-bit gradient builds up during its backward, beside the recomputed layer's
+      // working set; once the unit's backward is done (its working set freed) FSDP casts it to
+      // the reduce dtype for the reduce-scatter (no copy when that is 16-bit). The peak is the
+      // largest of the loss's tensors, working set + gradient, and gradient + copy; what
+      // exceeds the activations' transient is counted here. Against one rank of FSDP1 run for
+      // real (bench/data/h100-fsdp1-rank-replay.json, MPT-30B and MPT-13B allocated peaks).
+      // The replay's collectives finish at once; on real ranks the copy is record_stream'd to
+      // the reduce-scatter and can overlap the start of the next unit's recompute.
+      const double copy = grad_b > 2.0 ? grad_b : 0.0;
+      const double peak = std::max({head, working + 2.0 * unit, (2.0 + copy) * unit});
+      buffers += peak - transient;
+    }
   } else {
     if (grads_sharded) buffers += 2.0 * buf.grad_bucket_elements * grad_b;  // unsharded grad buckets
     if (zero >= 3) buffers += 2.0 * buf.grad_bucket_elements * 2.0;     // gathered param buckets

@@ -707,7 +707,9 @@ TEST(MemoryTextbook, FullRecomputeHoldsTheLargerOfTheLogitsAndOneLayer) {
 
 // PyTorch FSDP gathers and reduces whole units (a transformer block each), not Megatron's
 // buckets: FULL_SHARD holds two gathered units (the one running, the next in flight) and the
-// unsharded root (embedding), and a unit's backward its 16-bit gradient and its FP32 copy.
+// unsharded root (embedding). A unit's 16-bit gradient builds up beside the recomputed layer's
+// working set, and its FP32 copy for the reduce-scatter replaces that working set: the peak is
+// the largest of the loss's tensors, working set + gradient, and gradient + copy.
 TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   JobSpec j = gpt175b_megascale();
   j.parallel.tensor_model_parallel_size = 1;
@@ -716,6 +718,7 @@ TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   j.parallel.sequence_parallel = false;
   j.parallel.data_parallel_size = 8;
   j.parallel.zero_stage = 3;
+  j.training.recompute = Recompute::Full;
   j.system.grad_reduce_in_fp32 = true;
   j.system.dp_reduce_every_micro_batch = true;
   BufferSizes b;
@@ -725,10 +728,40 @@ TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   j.system.fsdp_staging = FsdpStaging::Fsdp1;
   const double unit = layer_parameter_count(j.model);
   const double root = embedding_parameter_count(j.model) + head_parameter_count(j.model);
-  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes, 2.0 * unit * 2.0 + root * 2.0 + unit * (2.0 + 4.0));
-  // SHARD_GRAD_OP keeps the parameters gathered (weights); only the gradient staging remains.
+  JobSpec sel = j;
+  sel.training.recompute = Recompute::Selective;
+  const double working = layer_activation_bytes(sel);
+  const double head = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 1)) * 6.0;
+  const double gathered = 2.0 * unit * 2.0 + root * 2.0;
+  // 2,048 tokens: the gradient and its FP32 copy (6 B a weight) outweigh the rest.
+  ASSERT_GT(6.0 * unit, std::max(head, working + 2.0 * unit));
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes, gathered + 6.0 * unit - std::max(working, head));
+  // A 16-bit reduce dtype makes no copy.
+  j.system.grad_reduce_in_fp32 = false;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes,
+                   gathered + std::max({head, working + 2.0 * unit}) - std::max(working, head));
+  j.system.grad_reduce_in_fp32 = true;
+  // 32,768 tokens: the working set with the gradient building beside it is the peak.
+  j.training.seq_length = 32768;
+  sel.training.seq_length = 32768;
+  const double long_working = layer_activation_bytes(sel);
+  const double long_head = 32768.0 * static_cast<double>(padded_vocab_size(j.model, 1)) * 6.0;
+  ASSERT_GT(long_working + 2.0 * unit, std::max(long_head, 6.0 * unit));
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes,
+                   gathered + long_working + 2.0 * unit - std::max(long_working, long_head));
+  // Tensor parallelism divides the unit; SHARD_GRAD_OP keeps the parameters gathered
+  // (weights), so only the gradient's share remains.
+  j.training.seq_length = 2048;
+  j.parallel.tensor_model_parallel_size = 2;
+  j.parallel.data_parallel_size = 4;
   j.parallel.zero_stage = 2;
-  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes, unit * (2.0 + 4.0));
+  const double unit_tp = layer_parameters_per_tp_rank(j.model, 2);
+  JobSpec sel_tp = j;
+  sel_tp.training.recompute = Recompute::Selective;
+  const double head_tp = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 2)) / 2 * 6.0;
+  const double trans_tp = std::max(layer_activation_bytes(sel_tp), head_tp);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes,
+                   std::max({head_tp, layer_activation_bytes(sel_tp) + 2.0 * unit_tp, 6.0 * unit_tp}) - trans_tp);
 }
 
 // Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with
