@@ -55,13 +55,8 @@ double loss_bytes_per_logit(CrossEntropyImpl impl) {
 // transformer block as a unit (the pytorch-fsdp / torchtitan presets' auto-wrap), so a unit is
 // the stage's largest layer (an MoE layer with this GPU's experts, or a dense one).
 double largest_layer_parameters_per_gpu(const JobSpec& job) {
-  const ModelSpec& m = job.model;
-  const int t = std::max(1, job.parallel.tensor_model_parallel_size);
-  const int ep = std::max(1, job.parallel.expert_model_parallel_size);
-  const int etp = static_cast<int>(expert_tensor_parallel_size(job));
-  double largest = layer_parameters(m, false, t, ep, etp).total();
-  if (is_moe(m)) largest = std::max(largest, layer_parameters(m, true, t, ep, etp).total());
-  return largest;
+  const double dense = layer_parameters_per_gpu(job, false).total();
+  return is_moe(job.model) ? std::max(dense, layer_parameters_per_gpu(job, true).total()) : dense;
 }
 
 }  // namespace

@@ -252,13 +252,16 @@ std::int64_t first_layer_in_chunk(const JobSpec& job, int stage, int chunk) {
   return first;
 }
 
+LayerParameters layer_parameters_per_gpu(const JobSpec& job, bool moe_layer) {
+  const ParallelSpec& par = job.parallel;
+  return layer_parameters(job.model, moe_layer, par.tensor_model_parallel_size,
+                          std::max(1, par.expert_model_parallel_size), expert_tensor_parallel_size(job));
+}
+
 void add_layer_parameters_per_gpu(const JobSpec& job, std::int64_t first, std::int64_t count,
                                   StageParameters& into) {
-  const ParallelSpec& par = job.parallel;
-  const int ep = std::max(1, par.expert_model_parallel_size);
-  const int etp = expert_tensor_parallel_size(job);
   for (std::int64_t i = first; i < first + count; ++i) {
-    const LayerParameters l = layer_parameters(job.model, is_moe_layer(job.model, i), par.tensor_model_parallel_size, ep, etp);
+    const LayerParameters l = layer_parameters_per_gpu(job, is_moe_layer(job.model, i));
     into.dense += l.dense;
     into.expert += l.expert;
   }

@@ -18,6 +18,8 @@ struct LayerParameters {
 // MLA (Megatron-Core: MLA's down-projections are duplicated on every TP rank).
 LayerParameters layer_parameters(const ModelSpec& m, bool moe_layer, int tensor_parallel, int expert_parallel,
                                  int expert_tensor_parallel);
+// The same for one GPU of `job`: its TP, EP and expert-TP sizes.
+LayerParameters layer_parameters_per_gpu(const JobSpec& job, bool moe_layer);
 // Whether layer `layer` (0-based) carries an MoE block / attends within the sliding window. The
 // multi-token-prediction layers (indices from num_hidden_layers on) take the last layer's kind.
 bool is_moe_layer(const ModelSpec& m, std::int64_t layer);
