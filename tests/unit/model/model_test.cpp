@@ -685,15 +685,19 @@ TEST(MemoryTextbook, TheLossKeepsWhatItsImplementationKeeps) {
   EXPECT_DOUBLE_EQ(fused - act(CrossEntropyImpl::Xentropy), 2.0 * logits);
 }
 
+// One layer's working set while it is recomputed: what it keeps without recompute.
+double recomputed_working_set(JobSpec j) {
+  j.training.recompute = Recompute::Selective;
+  return layer_activation_bytes(j);
+}
+
 // Under full recompute a layer's working set exists only during its own backward, which runs
 // after the loss's backward has freed the logits: the peak holds the larger of the two.
 TEST(MemoryTextbook, FullRecomputeHoldsTheLargerOfTheLogitsAndOneLayer) {
   JobSpec j = gpt175b_megascale();
   j.training.recompute = Recompute::Full;
   const int last = j.parallel.pipeline_model_parallel_size - 1;
-  JobSpec sel = j;
-  sel.training.recompute = Recompute::Selective;
-  const double working = layer_activation_bytes(sel);
+  const double working = recomputed_working_set(j);
   const double saved = layer_activation_bytes(j) * activation_layer_units_in_flight(j, last) +
                        2.0 * 2048 * 12288 / 8;  // checkpoints + the final norm's input (SP)
   const double logits = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 8)) / 8 * 6.0;
@@ -728,9 +732,7 @@ TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   j.system.fsdp_staging = FsdpStaging::Fsdp1;
   const double unit = layer_parameter_count(j.model);
   const double root = embedding_parameter_count(j.model) + head_parameter_count(j.model);
-  JobSpec sel = j;
-  sel.training.recompute = Recompute::Selective;
-  const double working = layer_activation_bytes(sel);
+  const double working = recomputed_working_set(j);
   const double head = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 1)) * 6.0;
   const double gathered = 2.0 * unit * 2.0 + root * 2.0;
   // 2,048 tokens: the gradient and its FP32 copy (6 B a weight) outweigh the rest.
@@ -743,8 +745,7 @@ TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   j.system.grad_reduce_in_fp32 = true;
   // 32,768 tokens: the working set with the gradient building beside it is the peak.
   j.training.seq_length = 32768;
-  sel.training.seq_length = 32768;
-  const double long_working = layer_activation_bytes(sel);
+  const double long_working = recomputed_working_set(j);
   const double long_head = 32768.0 * static_cast<double>(padded_vocab_size(j.model, 1)) * 6.0;
   ASSERT_GT(long_working + 2.0 * unit, std::max(long_head, 6.0 * unit));
   EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes,
@@ -756,12 +757,11 @@ TEST(MemoryTextbook, FsdpBuffersAreWholeUnits) {
   j.parallel.data_parallel_size = 4;
   j.parallel.zero_stage = 2;
   const double unit_tp = layer_parameters_per_tp_rank(j.model, 2);
-  JobSpec sel_tp = j;
-  sel_tp.training.recompute = Recompute::Selective;
+  const double working_tp = recomputed_working_set(j);
   const double head_tp = 2048.0 * static_cast<double>(padded_vocab_size(j.model, 2)) / 2 * 6.0;
-  const double trans_tp = std::max(layer_activation_bytes(sel_tp), head_tp);
+  const double trans_tp = std::max(working_tp, head_tp);
   EXPECT_DOUBLE_EQ(memory_per_gpu(j, 0, b).buffers_bytes,
-                   std::max({head_tp, layer_activation_bytes(sel_tp) + 2.0 * unit_tp, 6.0 * unit_tp}) - trans_tp);
+                   std::max({head_tp, working_tp + 2.0 * unit_tp, 6.0 * unit_tp}) - trans_tp);
 }
 
 // Pipeline send/receive buffers hold what crosses a stage boundary: each rank's 1/t slice with
